@@ -1,0 +1,198 @@
+"""Streaming client for an OpenAI-compatible completions API (vLLM in production).
+
+Timeouts are the ones typing needs (hundreds of milliseconds), not a library's minutes.
+Streams are consumed inside `async with`, so cancelling the caller's task closes the HTTP
+response at once and vLLM aborts the generation and frees the GPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from server.config import BackendSettings
+
+log = logging.getLogger(__name__)
+
+
+class BackendError(Exception):
+    """The backend could not give a (complete) answer; the message says why, for the log."""
+
+
+class BackendUnreachable(BackendError):
+    pass
+
+
+class BackendTimeout(BackendError):
+    pass
+
+
+class BackendProtocolError(BackendError):
+    """The backend answered something that is not an OpenAI-compatible stream."""
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    prompt: str
+    max_tokens: int
+    stop: Sequence[str] = ()
+    stop_token_ids: Sequence[int] = ()
+    temperature: float = 0.0
+
+
+@dataclass
+class StreamStats:
+    """Timings of one stream, in seconds from the request being sent."""
+
+    started: float = field(default_factory=time.perf_counter)
+    first_chunk: float | None = None
+    chunks: int = 0
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    owned_by: str
+    max_model_len: int | None
+
+
+class CompletionBackend:
+    """One shared HTTP connection pool to the backend, and the model it serves."""
+
+    def __init__(self, settings: BackendSettings, api_key: str | None = None) -> None:
+        self.settings = settings
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=settings.url,
+            headers=headers,
+            timeout=httpx.Timeout(
+                connect=settings.connect_timeout_ms / 1000,
+                read=max(settings.first_chunk_timeout_ms, settings.chunk_gap_ms) / 1000,
+                write=settings.connect_timeout_ms / 1000,
+                pool=settings.connect_timeout_ms / 1000,
+            ),
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+            trust_env=False,
+        )
+        self._model: ModelInfo | None = None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def model(self) -> ModelInfo:
+        """The model to ask: the configured one, else the first the server lists."""
+        if self._model is None:
+            models = await self.list_models()
+            wanted = self.settings.model
+            if wanted is None:
+                if not models:
+                    raise BackendProtocolError("the backend serves no models (/v1/models)")
+                self._model = models[0]
+            else:
+                match = [m for m in models if m.id == wanted]
+                self._model = match[0] if match else ModelInfo(wanted, "unknown", None)
+        return self._model
+
+    async def list_models(self) -> list[ModelInfo]:
+        body = await self._get_json("/models")
+        try:
+            return [
+                ModelInfo(str(m["id"]), str(m.get("owned_by", "")), m.get("max_model_len"))
+                for m in body["data"]
+            ]
+        except (KeyError, TypeError) as exc:
+            raise BackendProtocolError(f"unexpected /v1/models body: {exc!r}") from None
+
+    async def stream(
+        self, request: CompletionRequest, stats: StreamStats | None = None
+    ) -> AsyncGenerator[str]:
+        """Yield text chunks as the backend produces them.
+
+        Raises BackendError subclasses on network errors, timeouts, bad status codes and
+        malformed events. Cancelling the consumer closes the connection.
+        """
+        stats = stats or StreamStats()
+        model = await self.model()
+        body: dict[str, Any] = {
+            "model": model.id,
+            "prompt": request.prompt,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stop": list(request.stop),
+            "stream": True,
+        }
+        if model.owned_by == "vllm" and request.stop_token_ids:
+            body["stop_token_ids"] = list(request.stop_token_ids)
+        deadline = self.settings.first_chunk_timeout_ms / 1000
+        try:
+            async with self._client.stream("POST", "/completions", json=body) as response:
+                if response.status_code != 200:
+                    detail = (await response.aread())[:300].decode("utf-8", "replace")
+                    raise BackendError(f"backend answered HTTP {response.status_code}: {detail}")
+                lines = response.aiter_lines()
+                while True:
+                    try:
+                        async with asyncio.timeout(deadline):
+                            line = await anext(lines)
+                    except StopAsyncIteration:
+                        raise BackendProtocolError("stream ended without [DONE]") from None
+                    except TimeoutError:
+                        what = "first chunk" if stats.first_chunk is None else "next chunk"
+                        raise BackendTimeout(f"no {what} within {deadline * 1000:.0f} ms") from None
+                    if not line.strip() or line.startswith(":"):
+                        continue
+                    if not line.startswith("data:"):
+                        raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    text, finish = _parse_chunk(data)
+                    if stats.first_chunk is None:
+                        stats.first_chunk = time.perf_counter() - stats.started
+                        deadline = self.settings.chunk_gap_ms / 1000
+                    stats.chunks += 1
+                    stats.finish_reason = finish or stats.finish_reason
+                    if text:
+                        yield text
+        except httpx.TimeoutException as exc:
+            raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
+        except (httpx.ConnectError, httpx.NetworkError) as exc:
+            raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+        except httpx.RemoteProtocolError as exc:
+            raise BackendUnreachable(f"stream broken: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}") from None
+
+    async def _get_json(self, path: str) -> Any:
+        try:
+            response = await self._client.get(path)
+        except httpx.TimeoutException:
+            raise BackendTimeout(f"{self.settings.url}{path} timed out") from None
+        except httpx.HTTPError as exc:
+            raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+        if response.status_code != 200:
+            raise BackendError(f"{path} answered HTTP {response.status_code}")
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendProtocolError(f"{path} did not answer JSON") from None
+
+
+def _parse_chunk(data: str) -> tuple[str, str | None]:
+    try:
+        event = json.loads(data)
+        choice = event["choices"][0]
+        text = choice.get("text") or ""
+        if not isinstance(text, str):
+            raise TypeError("text is not a string")
+        return text, choice.get("finish_reason")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise BackendProtocolError(f"malformed stream event {data[:80]!r}: {exc}") from None

@@ -1,0 +1,151 @@
+"""Headstart's settings: one pydantic model, fed by initializationOptions, the `headstart`
+workspace configuration section and environment variables (which win).
+
+Keys are camelCase on the wire (as editors write them) and snake_case in Python. A bad
+update is rejected as a whole with a message naming each bad field; the caller keeps the
+last good value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
+    "HEADSTART_BACKEND_URL": ("backend", "url"),
+    "HEADSTART_MODEL": ("backend", "model"),
+    "HEADSTART_CACHE_DIR": ("cacheDir",),
+    "HEADSTART_LOG_FILE": ("log", "file"),
+    "HEADSTART_LOG_LEVEL": ("log", "level"),
+}
+"""Environment variables that override a setting, and the path of the setting they set."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class BackendSettings(_Section):
+    """Where completions come from: any OpenAI-compatible server (vLLM in production)."""
+
+    url: str = Field(
+        "http://127.0.0.1:8000/v1", description="Base URL of the OpenAI-compatible API."
+    )
+    model: str | None = Field(
+        None, description="Model name to request; None asks the server (/v1/models)."
+    )
+    api_key_env: str = Field(
+        "HEADSTART_API_KEY", description="Environment variable that holds the API key."
+    )
+    connect_timeout_ms: int = Field(500, ge=50, le=30_000)
+    first_chunk_timeout_ms: int = Field(
+        2_000, ge=50, le=300_000, description="Longest wait for the first streamed chunk."
+    )
+    chunk_gap_ms: int = Field(
+        800, ge=50, le=300_000, description="Longest silence between two streamed chunks."
+    )
+    total_timeout_ms: int = Field(
+        6_000, ge=100, le=600_000, description="Longest a whole completion may take."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
+class CompletionSettings(_Section):
+    """How a suggestion is asked for and cut."""
+
+    max_tokens: int = Field(64, ge=1, le=2048, description="Token cap, single-line mode.")
+    multiline_max_tokens: int = Field(128, ge=1, le=4096, description="Token cap, block mode.")
+    max_lines: int = Field(12, ge=1, le=200, description="Line cap in block mode.")
+    prefix_chars: int = Field(6_000, ge=0, le=1_000_000, description="Prefix budget.")
+    suffix_chars: int = Field(1_500, ge=0, le=1_000_000, description="Suffix budget.")
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_file_bytes: int = Field(
+        2_000_000, ge=1_000, description="Larger documents get no completions."
+    )
+    languages: dict[str, bool] = Field(
+        default_factory=lambda: {"*": True, "plaintext": False},
+        description="Per languageId on/off; '*' is the default for the rest.",
+    )
+
+    def enabled_for(self, language_id: str) -> bool:
+        return self.languages.get(language_id, self.languages.get("*", True))
+
+
+class LogSettings(_Section):
+    level: str = Field("info", pattern="^(debug|info|warning|error)$")
+    file: str | None = Field(None, description="Also append logs to this file.")
+
+
+class Settings(_Section):
+    """Every setting of Headstart; README.md documents each one."""
+
+    backend: BackendSettings = Field(default_factory=BackendSettings)  # type: ignore[arg-type]
+    completion: CompletionSettings = Field(default_factory=CompletionSettings)  # type: ignore[arg-type]
+    log: LogSettings = Field(default_factory=LogSettings)  # type: ignore[arg-type]
+    cache_dir: str | None = Field(None, description="Project cache directory.")
+
+    def api_key(self) -> str | None:
+        """The API key, read from the environment each time so it is never stored."""
+        return os.environ.get(self.backend.api_key_env) or None
+
+
+class SettingsError(ValueError):
+    """A settings update that cannot be applied; the message names every bad field."""
+
+
+def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for var, path in ENV_OVERRIDES.items():
+        if environ.get(var):
+            node = layer
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = environ[var]
+    return layer
+
+
+def load_settings(
+    *layers: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Validate the merged layers (later wins), then the environment on top.
+
+    Raises SettingsError with one line per bad field.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise SettingsError(f"settings must be an object, got {type(layer).__name__}")
+        merged = _merge(merged, layer)
+    merged = _merge(merged, _env_layer(os.environ if environ is None else environ))
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"invalid Headstart settings: {problems}") from None

