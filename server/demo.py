@@ -15,10 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsprotocol import types
-from pygls.lsp.client import LanguageClient
-
-from cache.paths import path_to_uri
+from server.editor_session import EditorSession
 from server.local_vllm import LocalBackend, served_models, start_local_vllm
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sample_project"
@@ -56,109 +53,37 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def capabilities() -> types.ClientCapabilities:
-    """What VS Code (with vscode-languageclient 10) announces for what we use."""
-    return types.ClientCapabilities(
-        workspace=types.WorkspaceClientCapabilities(configuration=True),
-        text_document=types.TextDocumentClientCapabilities(
-            synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
-            inline_completion=types.InlineCompletionClientCapabilities(),
-        ),
-        general=types.GeneralClientCapabilities(
-            position_encodings=[types.PositionEncodingKind.Utf16]
-        ),
-    )
-
-
 async def run_session(url: str, first_chunk_timeout_ms: int) -> list[Keystroke]:
-    client = LanguageClient("headstart-demo", "1")
-    warnings: list[str] = []
-
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def on_log(params: types.LogMessageParams) -> None:
-        if params.type in (types.MessageType.Error, types.MessageType.Warning):
-            warnings.append(params.message)
-
-    @client.feature(types.WORKSPACE_CONFIGURATION)
-    def on_configuration(params: types.ConfigurationParams) -> list[object]:
-        return [None for _ in params.items]
-
-    await client.start_io(sys.executable, "-m", "server", "serve")
-    options = {
+    settings = {
         "backend": {
             "url": url,
             "firstChunkTimeoutMs": first_chunk_timeout_ms,
             "totalTimeoutMs": first_chunk_timeout_ms + 10_000,
         }
     }
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=capabilities(),
-            root_uri=path_to_uri(SAMPLE),
-            workspace_folders=[types.WorkspaceFolder(uri=path_to_uri(SAMPLE), name=SAMPLE.name)],
-            initialization_options=options,
-            client_info=types.ClientInfo(name="headstart demo"),
-        )
-    )
-    client.initialized(types.InitializedParams())
     strokes: list[Keystroke] = []
-    try:
+    async with EditorSession(SAMPLE, settings) as editor:
         for scenario in SCENARIOS:
-            strokes.extend(await replay(client, scenario))
-    finally:
-        await client.shutdown_async(None)
-        client.exit(None)
-        await client.stop()
-    for message in warnings:
+            strokes.extend(await replay(editor, scenario))
+    for message in editor.warnings:
         print(f"  server log: {message}")
     return strokes
 
 
-async def replay(client: LanguageClient, scenario: Scenario) -> list[Keystroke]:
+async def replay(editor: EditorSession, scenario: Scenario) -> list[Keystroke]:
+    """Cut the line at `keep`, then type the next `typed` characters back, one at a time."""
     path = SAMPLE / scenario.file
-    original = path.read_text()
-    row = next(i for i, line in enumerate(original.splitlines()) if line.startswith(scenario.line))
-    lines = original.splitlines(keepends=True)
-    target = lines[row].rstrip("\n")
-    lines[row] = target[: scenario.keep] + "\n"
-    uri = path_to_uri(path)
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=uri, language_id="python", version=1, text="".join(lines))
-        )
-    )
+    lines = path.read_text().split("\n")
+    row = next(i for i, line in enumerate(lines) if line.startswith(scenario.line))
+    target = lines[row]
+    lines[row] = target[: scenario.keep]
+    document = editor.open(path, "\n".join(lines))
     strokes = []
-    column = scenario.keep
-    for version, char in enumerate(target[scenario.keep : scenario.keep + scenario.typed], 2):
-        here = types.Position(line=row, character=column)
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[
-                    types.TextDocumentContentChangePartial(
-                        range=types.Range(start=here, end=here), text=char
-                    )
-                ],
-            )
-        )
-        column += 1
-        started = time.perf_counter()
-        result = await client.text_document_inline_completion_async(
-            types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                position=types.Position(line=row, character=column),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
-                ),
-            )
-        )
-        latency = (time.perf_counter() - started) * 1000
-        items = result.items if isinstance(result, types.InlineCompletionList) else result or []
-        text = items[0].insert_text if items else ""
-        strokes.append(Keystroke(scenario, target[:column], str(text), latency))
-    client.text_document_did_close(
-        types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
-    )
+    for column in range(scenario.keep, scenario.keep + scenario.typed):
+        editor.type(document, row, column, target[column])
+        text, latency_ms = await editor.inline_completion(document, row, column + 1)
+        strokes.append(Keystroke(scenario, target[: column + 1], text, latency_ms))
+    editor.close(document)
     return strokes
 
 
@@ -167,7 +92,7 @@ def report(strokes: list[Keystroke]) -> None:
     for stroke in strokes:
         if stroke.scenario is not current:
             current = stroke.scenario
-            print(f"\n{current.file}: retyping {current.line.strip()!r}")
+            print(f"\n{current.file}: retyping {current.line.strip()!r} key by key")
         shown = stroke.suggestion.replace("\n", "⏎")[:60]
         print(f"  {stroke.latency_ms:7.1f} ms  {stroke.typed.strip()!s:<40} │ {shown}")
     latencies = [s.latency_ms for s in strokes]

@@ -1,0 +1,152 @@
+"""A scripted editor: spawns `headstart serve` and drives it over LSP, key by key.
+
+Used by `headstart demo` and the latency benchmark, so both measure what an editor sees:
+the time from sending textDocument/inlineCompletion to receiving the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from cache.paths import path_to_uri
+
+
+def vscode_like_capabilities() -> types.ClientCapabilities:
+    """What VS Code with vscode-languageclient 10 announces for the features we use."""
+    return types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(configuration=True),
+        text_document=types.TextDocumentClientCapabilities(
+            synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+            inline_completion=types.InlineCompletionClientCapabilities(),
+        ),
+        general=types.GeneralClientCapabilities(
+            position_encodings=[types.PositionEncodingKind.Utf16]
+        ),
+    )
+
+
+@dataclass
+class OpenDocument:
+    uri: str
+    lines: list[str]
+    version: int = 1
+
+
+@dataclass
+class EditorSession:
+    """One editor window on `root`, talking to its own server process."""
+
+    root: Path
+    settings: dict[str, Any]
+    server_env: dict[str, str] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.client = LanguageClient("headstart-editor", "1")
+
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(params: types.LogMessageParams) -> None:
+            if params.type in (types.MessageType.Error, types.MessageType.Warning):
+                self.warnings.append(params.message)
+
+        @self.client.feature(types.WORKSPACE_CONFIGURATION)
+        def on_configuration(params: types.ConfigurationParams) -> list[object]:
+            return [None for _ in params.items]
+
+    async def __aenter__(self) -> EditorSession:
+        await self.client.start_io(sys.executable, "-m", "server", "serve", env=self.server_env)
+        # The server logs warnings to stderr; read them so a full pipe never blocks it.
+        process = self.client._server
+        self._stderr_reader = asyncio.create_task(_drain(process.stderr if process else None))
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=vscode_like_capabilities(),
+                root_uri=path_to_uri(self.root),
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=path_to_uri(self.root), name=self.root.name)
+                ],
+                initialization_options=self.settings,
+                client_info=types.ClientInfo(name="headstart scripted editor"),
+            )
+        )
+        self.client.initialized(types.InitializedParams())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+        self._stderr_reader.cancel()
+
+    def open(self, path: Path, text: str, language_id: str = "python") -> OpenDocument:
+        document = OpenDocument(path_to_uri(path), text.split("\n"))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(
+                    uri=document.uri, language_id=language_id, version=1, text=text
+                )
+            )
+        )
+        return document
+
+    def type(self, document: OpenDocument, line: int, column: int, char: str) -> None:
+        """Insert one character at line:column (no newlines), as a keystroke."""
+        here = types.Position(line=line, character=column)
+        document.version += 1
+        row = document.lines[line]
+        document.lines[line] = row[:column] + char + row[column:]
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=document.uri, version=document.version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(start=here, end=here), text=char
+                    )
+                ],
+            )
+        )
+
+    async def inline_completion(
+        self, document: OpenDocument, line: int, column: int
+    ) -> tuple[str, float]:
+        """The first suggestion's text ('' if none) and the round trip in milliseconds."""
+        started = time.perf_counter()
+        result = await self.client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=document.uri),
+                position=types.Position(line=line, character=column),
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                ),
+            )
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        items = result.items if isinstance(result, types.InlineCompletionList) else result or []
+        text = items[0].insert_text if items else ""
+        return (text if isinstance(text, str) else text.value), latency_ms
+
+    def close(self, document: OpenDocument) -> None:
+        self.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=document.uri))
+        )
+
+
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    while stream is not None and await stream.read(65536):
+        pass

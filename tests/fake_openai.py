@@ -1,0 +1,1185 @@
+#!/usr/bin/env python3
+"""A fake OpenAI-compatible completion server, used as the *model* in end-to-end tests.
+
+Why a real HTTP server in its own process: the language server under test talks to vLLM
+over HTTP with streaming, cancellation and retries, and the behaviours worth testing
+(a stream that stalls, a TCP connection that is reset mid-stream, a client that hangs up)
+only exist on a real socket.  The server is written on asyncio streams with hand-written
+HTTP/1.1 so that it can do things a framework would refuse to do (reset a connection with
+RST, send broken SSE) and so that it needs nothing beyond the standard library.
+
+Run it with ``python tests/fake_openai.py --port 0``; it prints exactly one line to stdout,
+``listening on 127.0.0.1:PORT``, and logs only to stderr.  Tests normally use the
+:class:`FakeBackend` helper at the bottom of this file, which spawns it and talks to its
+control endpoints (``/_script``, ``/_events``, ``/_reset``) with ``http.client``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http
+import http.client
+import json
+import logging
+import os
+import re
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+DEFAULT_MODEL = "fake-coder"
+DEFAULT_TEXT = "pass"
+MAX_MODEL_LEN = 4096
+BEHAVIOURS = frozenset(
+    {"normal", "stall", "drop", "http_500", "garbage", "stall_forever", "bad_json_body"}
+)
+STALL_CAP_S = 120.0  # a plain "stall" gives up after this long, so no test can hang forever
+MAX_HEAD_BYTES = 64 * 1024
+MAX_BODY_BYTES = 16 * 1024 * 1024
+READ_SIZE = 64 * 1024
+BAD_BODY = b"<html>oops</html>"
+GARBAGE_EVENTS = (
+    b"data: {not json\n\n",
+    b'data: {"choices": 5}\n\n',
+    b"this line has no data prefix\n\n",
+)
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+log = logging.getLogger("fake_openai")
+
+
+# --------------------------------------------------------------------------- script
+
+
+class BadRequest(Exception):
+    """A request the fake cannot make sense of; answered with an error instead of a crash."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _get_int(raw: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    """Read a non-negative int field, rejecting bools and floats so typos fail loudly."""
+    value = raw.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest(f"{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _get_ms(raw: Mapping[str, Any], key: str) -> float:
+    """Read a non-negative delay in milliseconds (int or float)."""
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise BadRequest(f"{key} must be a non-negative number of milliseconds, got {value!r}")
+    return float(value)
+
+
+def _get_str(raw: Mapping[str, Any], key: str, default: str) -> str:
+    """Read a string field."""
+    value = raw.get(key, default)
+    if not isinstance(value, str):
+        raise BadRequest(f"{key} must be a string, got {value!r}")
+    return value
+
+
+@dataclass
+class Rule:
+    """How to answer completion requests whose prompt contains ``match``."""
+
+    match: str = ""
+    text: str = ""
+    chunk_chars: int = 4
+    first_delay_ms: float = 0.0
+    chunk_delay_ms: float = 0.0
+    behaviour: str = "normal"
+    after_chunks: int = 2
+    times: int | None = None
+    used: int = 0  # requests served so far; reported by GET /_script, not settable
+
+    FIELDS = frozenset(
+        {
+            "match",
+            "text",
+            "chunk_chars",
+            "first_delay_ms",
+            "chunk_delay_ms",
+            "behaviour",
+            "behavior",
+            "after_chunks",
+            "times",
+        }
+    )
+
+    @classmethod
+    def from_json(cls, raw: object) -> Rule:
+        """Validate one rule strictly, so a misspelt field fails the test that sent it."""
+        if not isinstance(raw, dict):
+            raise BadRequest(f"a rule must be an object, got {raw!r}")
+        unknown = set(raw) - cls.FIELDS
+        if unknown:
+            known = sorted(cls.FIELDS)
+            raise BadRequest(f"unknown rule field(s) {sorted(unknown)}; known: {known}")
+        behaviour = _get_str(raw, "behaviour", _get_str(raw, "behavior", "normal"))
+        if behaviour not in BEHAVIOURS:
+            raise BadRequest(f"unknown behaviour {behaviour!r}; known: {sorted(BEHAVIOURS)}")
+        chunk_chars = _get_int(raw, "chunk_chars", 4)
+        if not chunk_chars:
+            raise BadRequest("chunk_chars must be at least 1")
+        return cls(
+            match=_get_str(raw, "match", ""),
+            text=_get_str(raw, "text", ""),
+            chunk_chars=chunk_chars,
+            first_delay_ms=_get_ms(raw, "first_delay_ms"),
+            chunk_delay_ms=_get_ms(raw, "chunk_delay_ms"),
+            behaviour=behaviour,
+            after_chunks=_get_int(raw, "after_chunks", 2) or 0,
+            times=_get_int(raw, "times", None),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule as GET /_script shows it."""
+        return {
+            "match": self.match,
+            "text": self.text,
+            "chunk_chars": self.chunk_chars,
+            "first_delay_ms": self.first_delay_ms,
+            "chunk_delay_ms": self.chunk_delay_ms,
+            "behaviour": self.behaviour,
+            "after_chunks": self.after_chunks,
+            "times": self.times,
+            "used": self.used,
+        }
+
+
+@dataclass
+class Script:
+    """The ordered rules plus the text used when no rule matches."""
+
+    rules: list[Rule]
+    default_text: str
+
+    @classmethod
+    def from_json(cls, raw: object, fallback_text: str) -> Script:
+        """Parse a POST /_script body; a missing default_text means the launch default."""
+        if not isinstance(raw, dict):
+            raise BadRequest("script must be an object {rules: [...], default_text: str}")
+        unknown = set(raw) - {"rules", "default_text"}
+        if unknown:
+            raise BadRequest(f"unknown script field(s) {sorted(unknown)}")
+        rules = raw.get("rules", [])
+        if not isinstance(rules, list):
+            raise BadRequest("rules must be a list")
+        default_text = raw.get("default_text")
+        if default_text is None:
+            default_text = fallback_text
+        if not isinstance(default_text, str):
+            raise BadRequest("default_text must be a string")
+        return cls([Rule.from_json(r) for r in rules], default_text)
+
+    def pick(self, prompt: str) -> tuple[int | None, Rule]:
+        """First live rule whose ``match`` occurs in the prompt, else the default text."""
+        for index, rule in enumerate(self.rules):
+            if rule.times is not None and rule.used >= rule.times:
+                continue
+            if rule.match in prompt:
+                rule.used += 1
+                return index, rule
+        return None, Rule(text=self.default_text)
+
+    def to_json(self) -> dict[str, Any]:
+        """The script as GET /_script shows it."""
+        return {"rules": [r.to_json() for r in self.rules], "default_text": self.default_text}
+
+
+def plan_chunks(
+    text: str, stop: Sequence[str], max_tokens: int | None, chunk_chars: int
+) -> tuple[list[str], str]:
+    """Cut the text like vLLM would, with one "token" per ``chunk_chars`` characters.
+
+    A stop string ends the text (it is left out) with finish_reason "stop" only if the
+    token that completes it is within max_tokens; otherwise, and whenever the text has
+    more tokens than max_tokens, it ends after max_tokens tokens with "length".
+    """
+    chunks = [text[i : i + chunk_chars] for i in range(0, len(text), chunk_chars)]
+    found = [(i + len(s), i) for s in stop if s and (i := text.find(s)) >= 0]
+    if found:
+        end, start = min(found)
+        if max_tokens is None or -(-end // chunk_chars) <= max_tokens:
+            cut = text[:start]
+            return [cut[i : i + chunk_chars] for i in range(0, len(cut), chunk_chars)], "stop"
+    if max_tokens is not None and len(chunks) > max_tokens:
+        return chunks[:max_tokens], "length"
+    return chunks, "stop"
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass
+class Event:
+    """What the fake saw and did for one completion request; GET /_events lists them."""
+
+    id: int
+    received_at: float
+    headers: dict[str, str]
+    prompt: str | list[Any] = ""
+    max_tokens: int | None = None
+    stop: list[str] = field(default_factory=list)
+    model: str = ""
+    stream: bool = False
+    suffix: str | None = None
+    behaviour: str = "normal"
+    rule_index: int | None = None
+    status: int = 200
+    first_chunk_at: float | None = None
+    closed_at: float | None = None
+    closed_by: str | None = None
+    chunks_sent: int = 0
+    text: str = ""
+    completed: bool = False
+    body: Any = None
+
+    def close(self, by: str) -> None:
+        """Record who ended the exchange first; later calls are ignored."""
+        if self.closed_by is None:
+            self.closed_at = time.time()
+            self.closed_by = by
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as GET /_events shows it."""
+        return {
+            "id": self.id,
+            "prompt": self.prompt,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+            "model": self.model,
+            "stream": self.stream,
+            "suffix": self.suffix,
+            "behaviour": self.behaviour,
+            "rule_index": self.rule_index,
+            "status": self.status,
+            "received_at": self.received_at,
+            "first_chunk_at": self.first_chunk_at,
+            "closed_at": self.closed_at,
+            "closed_by": self.closed_by,
+            "chunks_sent": self.chunks_sent,
+            "text": self.text,
+            "completed": self.completed,
+            "headers": dict(self.headers),
+            "body": self.body,
+        }
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+@dataclass
+class Request:
+    """One parsed HTTP/1.x request."""
+
+    method: str
+    target: str
+    path: str
+    version: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def keep_alive(self) -> bool:
+        """HTTP/1.1 keeps the connection unless told not to; HTTP/1.0 only if asked."""
+        tokens = {t.strip().lower() for t in self.headers.get("connection", "").split(",")}
+        if self.version == "HTTP/1.0":
+            return "keep-alive" in tokens
+        return "close" not in tokens
+
+
+class Conn:
+    """A client connection: a read buffer of our own (so a watcher task can read ahead
+    without losing pipelined bytes) and helpers to write responses."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.buf = bytearray()
+        self.aborted = False
+
+    async def _fill(self) -> bool:
+        """Read more bytes into the buffer; False at end of stream."""
+        data = await self.reader.read(READ_SIZE)
+        self.buf.extend(data)
+        return bool(data)
+
+    async def read_request(self) -> Request | None:
+        """Parse the next request, or None if the client closed between requests."""
+        while True:
+            while self.buf[:2] == b"\r\n" or self.buf[:1] == b"\n":  # stray CRLFs are allowed
+                del self.buf[: 2 if self.buf[:1] == b"\r" else 1]
+            found = _HEAD_END.search(self.buf)
+            if found:
+                break
+            if len(self.buf) > MAX_HEAD_BYTES:
+                raise BadRequest("request head too large", 431)
+            if not await self._fill():
+                if self.buf.strip():
+                    raise BadRequest("connection closed in the middle of a request head")
+                return None
+        head = bytes(self.buf[: found.start()])
+        del self.buf[: found.end()]
+        lines = head.decode("latin-1").replace("\r\n", "\n").split("\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not _TOKEN.match(parts[0]) or not parts[1]:
+            raise BadRequest(f"malformed request line {lines[0][:200]!r}")
+        method, target, version = parts
+        if version not in ("HTTP/1.1", "HTTP/1.0"):
+            raise BadRequest(f"unsupported protocol version {version[:50]!r}", 505)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep or not _TOKEN.match(name):
+                raise BadRequest(f"malformed header line {line[:200]!r}")
+            key = name.lower()
+            value = value.strip()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        if "transfer-encoding" in headers:
+            raise BadRequest("chunked request bodies are not supported; send Content-Length", 501)
+        length_text = headers.get("content-length", "0")
+        if not length_text.isdigit():
+            raise BadRequest(f"bad Content-Length {length_text[:50]!r}")
+        length = int(length_text)
+        if length > MAX_BODY_BYTES:
+            raise BadRequest("request body too large", 413)
+        while len(self.buf) < length:
+            if not await self._fill():
+                raise BadRequest("connection closed in the middle of a request body")
+        body = bytes(self.buf[:length])
+        del self.buf[:length]
+        path = urlsplit(target).path or "/"
+        return Request(method, target, path, version, headers, body)
+
+    async def write(self, data: bytes) -> bool:
+        """Write and flush, so the client sees each chunk at once; False if the peer is gone."""
+        if self.aborted or self.writer.is_closing():
+            return False
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except (ConnectionError, OSError):
+            return False
+        return True
+
+    async def send_head(
+        self, status: int, headers: Sequence[tuple[str, str]], keep_alive: bool
+    ) -> bool:
+        """Send the status line and headers."""
+        lines = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        lines.append(f"Connection: {'keep-alive' if keep_alive else 'close'}")
+        return await self.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+
+    async def send(
+        self, status: int, body: bytes, content_type: str, keep_alive: bool = True
+    ) -> bool:
+        """Send a whole response with Content-Length."""
+        head = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        return await self.send_head(status, head, keep_alive) and await self.write(body)
+
+    async def send_json(self, status: int, payload: object, keep_alive: bool = True) -> bool:
+        """Send a JSON response."""
+        return await self.send(status, _dumps(payload), "application/json", keep_alive)
+
+    def abort(self) -> None:
+        """Reset the TCP connection (SO_LINGER 0 makes close() send RST instead of FIN)."""
+        self.aborted = True
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.writer.transport.abort()
+
+
+def _dumps(payload: object) -> bytes:
+    """Compact JSON, like vLLM's pydantic output."""
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def openai_error(message: str, kind: str = "invalid_request_error", code: int = 400) -> Any:
+    """An error body shaped like OpenAI's."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class ClientWatch:
+    """Notices a client hang-up at once, even while the server is silent (stalling or
+    delaying): a task keeps reading the connection and reports EOF or a reset."""
+
+    def __init__(self, conn: Conn, event: Event) -> None:
+        self.conn = conn
+        self.event = event
+        self.gone = asyncio.Event()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            while await self.conn._fill():  # bytes here are a pipelined request: keep them
+                if len(self.conn.buf) > MAX_HEAD_BYTES + MAX_BODY_BYTES:
+                    break
+        except (ConnectionError, OSError):
+            pass
+        if not self.conn.aborted:
+            self.event.close("client")
+        self.gone.set()
+
+    async def sleep(self, seconds: float | None) -> bool:
+        """Wait ``seconds`` (None: for ever); True as soon as the client has gone."""
+        if self.gone.is_set():
+            return True
+        if seconds is not None and seconds <= 0:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.gone.wait(), seconds)
+        return self.gone.is_set()
+
+    async def stop(self) -> None:
+        """Stop watching (the response is over and the connection may be reused)."""
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+# --------------------------------------------------------------------------- server
+
+
+@dataclass
+class CompletionRequest:
+    """The fields of a /v1/completions body that the fake uses."""
+
+    prompt: str | list[Any]
+    match_text: str
+    max_tokens: int | None
+    stop: list[str]
+    stream: bool
+    model: str
+    suffix: str | None
+    include_usage: bool
+
+    @classmethod
+    def parse(cls, raw: bytes) -> tuple[Any, CompletionRequest]:
+        """Validate like vLLM would (loosely); raises BadRequest with a readable message."""
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"request body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise BadRequest("request body must be a JSON object")
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            match_text = prompt
+        elif isinstance(prompt, list) and all(
+            isinstance(t, int) and not isinstance(t, bool) for t in prompt
+        ):
+            match_text = ""  # token ids: nothing to match rules against
+        elif isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            match_text = prompt[0]
+        else:
+            raise BadRequest("prompt must be a string, a list of token ids or [string]")
+        max_tokens = body.get("max_tokens")
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0
+        ):
+            raise BadRequest("max_tokens must be a non-negative integer or null")
+        stop = body.get("stop") or []
+        if isinstance(stop, str):
+            stop = [stop]
+        if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+            raise BadRequest("stop must be a string or a list of strings")
+        stream = body.get("stream", False)
+        if not isinstance(stream, bool):
+            raise BadRequest("stream must be a boolean")
+        model = body.get("model", "")
+        suffix = body.get("suffix")
+        if not isinstance(model, str) or not (suffix is None or isinstance(suffix, str)):
+            raise BadRequest("model and suffix must be strings")
+        options = body.get("stream_options") or {}
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        return body, cls(prompt, match_text, max_tokens, stop, stream, model, suffix, include_usage)
+
+
+class FakeServer:
+    """Shared state (script, events, counters) plus the request handlers."""
+
+    def __init__(self, model: str, api_key: str | None, default_text: str) -> None:
+        self.model = model
+        self.api_key = api_key
+        self.launch_default_text = default_text
+        self.script = Script([], default_text)
+        self.events: list[Event] = []
+        self.next_id = 1
+        self.requests_total = 0
+        self.completions_total = 0
+        self.active_completions = 0
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    # ---- connection loop
+
+    async def handle_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """Serve requests on one connection until either side closes it."""
+        task = asyncio.current_task()
+        if task is not None:
+            self.tasks.add(task)
+        conn = Conn(reader, writer)
+        try:
+            while True:
+                try:
+                    request = await conn.read_request()
+                except BadRequest as exc:
+                    log.info("bad request: %s", exc.message)
+                    await conn.send_json(
+                        exc.status, openai_error(exc.message, code=exc.status), False
+                    )
+                    break
+                if request is None:
+                    break
+                self.requests_total += 1
+                try:
+                    keep = await self.dispatch(conn, request)
+                except BadRequest as exc:
+                    log.info("%s %s -> %d %s", request.method, request.path, exc.status, exc)
+                    keep = await conn.send_json(
+                        exc.status, openai_error(exc.message, code=exc.status)
+                    )
+                if not (keep and request.keep_alive) or conn.aborted:
+                    break
+        except (ConnectionError, OSError):
+            pass
+        except asyncio.CancelledError:
+            # Shutdown.  Python 3.11's start_server callback calls task.exception() on the
+            # finished handler and logs a spurious traceback if it ended cancelled, so end
+            # it normally: nothing awaits this top-level task.
+            pass
+        except Exception:  # a bug in the fake must not take the whole server down
+            log.exception("handler crashed")
+            conn.abort()
+        finally:
+            if task is not None:
+                self.tasks.discard(task)
+            if not conn.aborted:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def close_connections(self) -> None:
+        """Cancel every connection task (shutdown)."""
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def dispatch(self, conn: Conn, req: Request) -> bool:
+        """Route one request; returns whether the connection may be reused."""
+        routes: dict[str, dict[str, Callable[[Conn, Request], Any]]] = {
+            "/v1/completions": {"POST": self.completions},
+            "/v1/models": {"GET": self.models},
+            "/health": {"GET": self.health},
+            "/metrics": {"GET": self.metrics},
+            "/_script": {"POST": self.set_script, "GET": self.get_script},
+            "/_events": {"GET": self.get_events},
+            "/_reset": {"POST": self.reset},
+        }
+        methods = routes.get(req.path.rstrip("/") or "/")
+        if methods is None:
+            raise BadRequest(f"no route {req.path!r}", 404)
+        handler = methods.get(req.method)
+        if handler is None:
+            raise BadRequest(f"method {req.method} not allowed on {req.path}", 405)
+        keep: bool = await handler(conn, req)
+        if req.path != "/v1/completions":
+            log.info("%s %s", req.method, req.path)
+        return keep
+
+    def authorized(self, req: Request) -> bool:
+        """vLLM's --api-key check: a Bearer token on /v1 routes."""
+        return self.api_key is None or req.headers.get("authorization") == (
+            f"Bearer {self.api_key}"
+        )
+
+    # ---- simple endpoints
+
+    async def models(self, conn: Conn, req: Request) -> bool:
+        """GET /v1/models."""
+        if not self.authorized(req):
+            return await conn.send_json(401, openai_error("invalid API key", code=401))
+        card = {
+            "id": self.model,
+            "object": "model",
+            "created": int(time.time()),
+            "owned_by": "fake",
+            "root": self.model,
+            "max_model_len": MAX_MODEL_LEN,
+        }
+        return await conn.send_json(200, {"object": "list", "data": [card]})
+
+    async def health(self, conn: Conn, req: Request) -> bool:
+        """GET /health."""
+        return await conn.send_json(200, {})
+
+    async def metrics(self, conn: Conn, req: Request) -> bool:
+        """GET /metrics: a few Prometheus lines, enough to test a scraper."""
+        lines = [
+            "# TYPE fake_requests_total counter",
+            f"fake_requests_total {self.requests_total}",
+            "# TYPE fake_completion_requests_total counter",
+            f"fake_completion_requests_total {self.completions_total}",
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{model_name="{self.model}"}} {self.active_completions}',
+            f'vllm:num_requests_waiting{{model_name="{self.model}"}} 0',
+        ]
+        body = ("\n".join(lines) + "\n").encode()
+        return await conn.send(200, body, "text/plain; version=0.0.4")
+
+    async def set_script(self, conn: Conn, req: Request) -> bool:
+        """POST /_script replaces the rules."""
+        try:
+            raw = json.loads(req.body)
+        except (ValueError, UnicodeDecodeError):
+            raise BadRequest("script body is not valid JSON") from None
+        self.script = Script.from_json(raw, self.launch_default_text)
+        return await conn.send_json(200, self.script.to_json())
+
+    async def get_script(self, conn: Conn, req: Request) -> bool:
+        """GET /_script shows the rules and how often each was used."""
+        return await conn.send_json(200, self.script.to_json())
+
+    async def get_events(self, conn: Conn, req: Request) -> bool:
+        """GET /_events: one record per completion request, oldest first."""
+        return await conn.send_json(200, [e.to_json() for e in self.events])
+
+    async def reset(self, conn: Conn, req: Request) -> bool:
+        """POST /_reset: forget events and rules (in-flight requests carry on unrecorded)."""
+        self.events = []
+        self.next_id = 1
+        self.script = Script([], self.launch_default_text)
+        return await conn.send_json(200, {})
+
+    # ---- completions
+
+    async def completions(self, conn: Conn, req: Request) -> bool:
+        """POST /v1/completions: answer from the script, streaming or not."""
+        self.completions_total += 1
+        event = Event(id=self.next_id, received_at=time.time(), headers=dict(req.headers))
+        self.next_id += 1
+        self.events.append(event)
+        authorized = self.authorized(req)
+        creq: CompletionRequest | None = None
+        try:
+            body, creq = CompletionRequest.parse(req.body)
+        except BadRequest:
+            if authorized:
+                event.behaviour, event.status = "bad_request", 400
+                event.close("server")
+                raise
+        if creq is not None:
+            event.prompt, event.max_tokens, event.stop = creq.prompt, creq.max_tokens, creq.stop
+            event.model, event.stream, event.suffix = creq.model, creq.stream, creq.suffix
+            event.body = body
+        if not authorized or creq is None:
+            event.behaviour, event.status = "unauthorized", 401
+            event.close("server")
+            log.info("POST /v1/completions -> 401")
+            return await conn.send_json(401, openai_error("invalid API key", code=401))
+        index, rule = self.script.pick(creq.match_text)
+        event.rule_index, event.behaviour = index, rule.behaviour
+        log.info(
+            "POST /v1/completions #%d stream=%s rule=%s behaviour=%s",
+            event.id,
+            creq.stream,
+            index,
+            rule.behaviour,
+        )
+        self.active_completions += 1
+        watch = ClientWatch(conn, event)
+        try:
+            reply = Completion(self, conn, event, rule, creq, watch)
+            if creq.stream:
+                return await reply.stream()
+            return await reply.whole()
+        finally:
+            self.active_completions -= 1
+            await watch.stop()
+            if event.closed_by is None:  # e.g. the write failed before the watcher noticed
+                event.close("client" if watch.gone.is_set() else "server")
+
+
+class Completion:
+    """Plays one rule for one request, stream or not; every wait also watches the client."""
+
+    def __init__(
+        self,
+        server: FakeServer,
+        conn: Conn,
+        event: Event,
+        rule: Rule,
+        creq: CompletionRequest,
+        watch: ClientWatch,
+    ) -> None:
+        self.server = server
+        self.conn = conn
+        self.event = event
+        self.rule = rule
+        self.creq = creq
+        self.watch = watch
+        self.created = int(time.time())
+        self.chunks, self.finish = plan_chunks(
+            rule.text, creq.stop, creq.max_tokens, rule.chunk_chars
+        )
+
+    def usage(self) -> dict[str, int]:
+        """Token counts, with one 'token' per chunk (and ~4 chars per prompt token)."""
+        prompt = self.creq.prompt
+        prompt_tokens = len(prompt) if isinstance(prompt, list) else (len(prompt) + 3) // 4
+        done = self.event.chunks_sent
+        return {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": done,
+            "total_tokens": prompt_tokens + done,
+        }
+
+    def choice(self, text: str, finish: str | None) -> dict[str, Any]:
+        """One choice object."""
+        return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+
+    def envelope(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        """The fields around the choices in every completion object."""
+        return {
+            "id": f"cmpl-{self.event.id}",
+            "object": "text_completion",
+            "created": self.created,
+            "model": self.server.model,
+            "choices": choices,
+        }
+
+    async def http_500(self) -> bool:
+        """Reply 500 (after first_delay_ms) like an overloaded or crashed backend."""
+        if await self.watch.sleep(self.rule.first_delay_ms / 1000):
+            return False
+        self.event.status = 500
+        self.event.close("server")
+        error = openai_error("fake internal server error", "internal_server_error", 500)
+        return await self.conn.send_json(500, error)
+
+    async def stall(self) -> bool:
+        """Send nothing more; wait for the client to leave (or STALL_CAP_S for 'stall')."""
+        cap = None if self.rule.behaviour == "stall_forever" else STALL_CAP_S
+        if not await self.watch.sleep(cap):
+            self.event.close("server")
+        return False
+
+    def drop(self) -> bool:
+        """Reset the connection mid-response."""
+        self.event.close("server")
+        self.conn.abort()
+        return False
+
+    async def whole(self) -> bool:
+        """stream=false: wait as long as streaming would have taken, then one JSON body."""
+        rule = self.rule
+        if rule.behaviour == "http_500":
+            return await self.http_500()
+        if rule.behaviour in ("stall", "stall_forever"):
+            return await self.stall()
+        n = len(self.chunks)
+        delay = rule.first_delay_ms + rule.chunk_delay_ms * max(n - 1, 0)
+        if await self.watch.sleep(delay / 1000):
+            return False
+        if rule.behaviour == "drop":
+            return self.drop()
+        self.event.close("server")
+        if rule.behaviour == "bad_json_body":
+            return await self.conn.send(200, BAD_BODY, "application/json")
+        if rule.behaviour == "garbage":
+            return await self.conn.send(200, b'{"choices": 5}', "application/json")
+        self.event.first_chunk_at = time.time()
+        self.event.chunks_sent = n
+        self.event.text = "".join(self.chunks)
+        body = self.envelope([self.choice(self.event.text, self.finish)])
+        body["usage"] = self.usage()
+        self.event.completed = await self.conn.send_json(200, body)
+        return self.event.completed
+
+    async def sse(self, payload: bytes) -> bool:
+        """One SSE event as one HTTP chunk, flushed."""
+        return await self.conn.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+
+    async def data(self, obj: object) -> bool:
+        """One ``data: JSON`` event."""
+        return await self.sse(b"data: " + _dumps(obj) + b"\n\n")
+
+    async def stream(self) -> bool:
+        """stream=true: SSE over chunked transfer encoding, one flush per event."""
+        rule, event = self.rule, self.event
+        if rule.behaviour == "http_500":
+            return await self.http_500()
+        head = [
+            ("Content-Type", "text/event-stream; charset=utf-8"),
+            ("Cache-Control", "no-cache"),
+            ("Transfer-Encoding", "chunked"),
+            ("X-Request-Id", f"cmpl-{event.id}"),
+        ]
+        if not await self.conn.send_head(200, head, keep_alive=True):
+            return False
+        if rule.behaviour == "bad_json_body":
+            if await self.watch.sleep(rule.first_delay_ms / 1000):
+                return False
+            event.close("server")
+            return await self.sse(BAD_BODY) and await self.conn.write(b"0\r\n\r\n")
+        normal = rule.behaviour == "normal"
+        count = len(self.chunks) if normal else min(rule.after_chunks, len(self.chunks))
+        for i in range(count):
+            delay = rule.first_delay_ms if i == 0 else rule.chunk_delay_ms
+            if await self.watch.sleep(delay / 1000):
+                return False
+            last = normal and i == len(self.chunks) - 1
+            choice = self.choice(self.chunks[i], self.finish if last else None)
+            if not await self.data(self.envelope([choice])):
+                return False
+            if event.first_chunk_at is None:
+                event.first_chunk_at = time.time()
+            event.chunks_sent += 1
+            event.text += self.chunks[i]
+        if count == 0 and await self.watch.sleep(rule.first_delay_ms / 1000):
+            return False
+        if rule.behaviour == "drop":
+            return self.drop()
+        if rule.behaviour in ("stall", "stall_forever"):
+            return await self.stall()
+        if rule.behaviour == "garbage":
+            for payload in GARBAGE_EVENTS:
+                if not await self.sse(payload):
+                    return False
+        elif not self.chunks and not await self.data(self.envelope([self.choice("", self.finish)])):
+            return False
+        if normal and self.creq.include_usage:
+            usage = self.envelope([])
+            usage["usage"] = self.usage()
+            if not await self.data(usage):
+                return False
+        # Recorded before [DONE] goes out: a client may hang up the moment it reads it.
+        event.completed = normal
+        event.close("server")
+        return await self.sse(b"data: [DONE]\n\n") and await self.conn.write(b"0\r\n\r\n")
+
+
+# --------------------------------------------------------------------------- main
+
+
+async def _exit_on_stdin_eof(stop: asyncio.Event) -> None:
+    """End the server when the parent process goes away (its end of our stdin closes)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    with contextlib.suppress(OSError):
+        while await reader.read(READ_SIZE):
+            pass
+    stop.set()
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Start the server, print the port, run until SIGTERM/SIGINT."""
+    fake = FakeServer(args.model, args.api_key, args.default_text)
+    if args.script:
+        raw = json.loads(Path(args.script).read_text())
+        fake.script = Script.from_json(raw, args.default_text)
+    server = await asyncio.start_server(fake.handle_connection, args.host, args.port)
+    port = server.sockets[0].getsockname()[1]
+    print(f"listening on {args.host}:{port}", flush=True)
+    log.info("fake OpenAI server for model %r on %s:%d", args.model, args.host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    watchers: list[asyncio.Task[None]] = []
+    if args.exit_on_stdin_eof:
+        watchers.append(asyncio.create_task(_exit_on_stdin_eof(stop)))
+    await stop.wait()
+    log.info("shutting down")
+    for task in watchers:
+        task.cancel()
+    server.close()
+    await fake.close_connections()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(server.wait_closed(), 2.0)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    parser.add_argument("--default-text", default=DEFAULT_TEXT, help="reply when no rule matches")
+    parser.add_argument("--script", default=None, help="JSON file shaped like POST /_script")
+    parser.add_argument("--quiet", action="store_true", help="log warnings only")
+    parser.add_argument(
+        "--exit-on-stdin-eof", action="store_true", help="exit when stdin closes (parent died)"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="%(asctime)s fake_openai %(levelname)s %(message)s",
+    )
+    return asyncio.run(serve(args))
+
+
+# --------------------------------------------------------------------------- test helper
+
+
+class FakeBackendError(RuntimeError):
+    """The fake server failed to start, or a control call failed."""
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Last-resort cleanup if a FakeBackend is garbage-collected while running."""
+    if proc.poll() is None:
+        proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+
+
+class FakeBackend:
+    """Spawns the fake server in its own process and drives it; stdlib only, so it works
+    without httpx.  Use as a context manager::
+
+        with FakeBackend() as fake:
+            fake.script([{"match": "def ", "text": "return 1"}])
+            ... point the client at fake.url ...
+            assert fake.events()[0]["completed"]
+    """
+
+    SCRIPT = Path(__file__).resolve()
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        api_key: str | None = None,
+        default_text: str | None = None,
+        extra_args: Sequence[str] = (),
+        startup_timeout: float = 10.0,
+    ) -> None:
+        self.model = model
+        self.api_key = api_key
+        self.default_text = default_text
+        self.extra_args = list(extra_args)
+        self.startup_timeout = startup_timeout
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        # A temporary file, not a pipe: a pipe nobody reads could fill up and block the server.
+        self._stderr: IO[bytes] | None = None
+        self._stderr_final = ""
+
+    # ---- lifecycle
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no /v1)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL, ``http://127.0.0.1:PORT/v1``."""
+        return f"{self.base_url}/v1"
+
+    def command(self) -> list[str]:
+        """The command line used to start the server."""
+        cmd = [sys.executable, str(self.SCRIPT), "--port", "0", "--host", self.host]
+        cmd += ["--model", self.model, "--exit-on-stdin-eof"]
+        if self.api_key is not None:
+            cmd += ["--api-key", self.api_key]
+        if self.default_text is not None:
+            cmd += ["--default-text", self.default_text]
+        return cmd + self.extra_args
+
+    def start(self) -> FakeBackend:
+        """Spawn the server and wait (up to startup_timeout) for its 'listening on' line."""
+        if self.proc is not None:
+            raise FakeBackendError("FakeBackend already started")
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives until stop()
+        cmd = self.command()
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        weakref.finalize(self, _kill, self.proc)
+        try:
+            line = self._read_first_line(self.proc, time.monotonic() + self.startup_timeout)
+            found = re.fullmatch(r"listening on (\S+):(\d+)", line.strip())
+            if not found:
+                raise FakeBackendError(f"unexpected first line {line!r}")
+            self.port = int(found.group(2))
+        except FakeBackendError as exc:
+            self.stop()
+            raise FakeBackendError(
+                f"fake OpenAI server failed to start: {exc}\ncommand: {cmd}\n"
+                f"exit code: {self.proc.returncode}\nstderr:\n{self._stderr_final}"
+            ) from None
+        return self
+
+    @staticmethod
+    def _read_first_line(proc: subprocess.Popen[bytes], deadline: float) -> str:
+        """Read stdout up to the first newline without blocking past the deadline."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        data = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in data:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise FakeBackendError("timed out waiting for 'listening on HOST:PORT'")
+                if sel.select(remaining):
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        proc.wait(5)
+                        raise FakeBackendError("process exited before listening")
+                    data += chunk
+        return data.split(b"\n", 1)[0].decode(errors="replace")
+
+    def stderr_text(self) -> str:
+        """Everything the server logged so far (read without moving the shared offset)."""
+        if self._stderr is None or self._stderr.closed:
+            return self._stderr_final
+        fd = self._stderr.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """SIGTERM the server and wait for it (SIGKILL after ``timeout``); the exit code."""
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if self._stderr is not None and not self._stderr.closed:
+            self._stderr_final = self.stderr_text()
+            self._stderr.close()
+        return proc.returncode
+
+    def __enter__(self) -> FakeBackend:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ---- control calls
+
+    def call(self, method: str, path: str, body: object = None, timeout: float = 10.0) -> Any:
+        """One HTTP request to the server (control endpoints); the decoded JSON reply."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise FakeBackendError(f"fake server is not running\nstderr:\n{self.stderr_text()}")
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            data = None if body is None else json.dumps(body).encode()
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        if response.status >= 300:
+            raise FakeBackendError(f"{method} {path} -> {response.status}: {raw.decode()}")
+        return json.loads(raw) if raw else None
+
+    def script(
+        self, rules: Sequence[Mapping[str, Any]] = (), default_text: str | None = None
+    ) -> None:
+        """Replace the rules (and the default text; None means the launch default)."""
+        body: dict[str, Any] = {"rules": [dict(r) for r in rules]}
+        if default_text is not None:
+            body["default_text"] = default_text
+        self.call("POST", "/_script", body)
+
+    def events(self) -> list[dict[str, Any]]:
+        """One record per completion request so far, oldest first."""
+        events: list[dict[str, Any]] = self.call("GET", "/_events")
+        return events
+
+    def reset(self) -> None:
+        """Clear events and rules."""
+        self.call("POST", "/_reset", {})
+
+    def wait_for(
+        self,
+        predicate: Callable[[list[dict[str, Any]]], bool],
+        timeout: float = 2.0,
+        interval: float = 0.005,
+    ) -> list[dict[str, Any]]:
+        """Poll events until ``predicate(events)`` holds; TimeoutError with the events if not.
+        Blocks the thread: in async tests use :meth:`wait_for_async`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            events = self.events()
+            if predicate(events):
+                return events
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"condition not met within {timeout}s; events: {events}")
+            time.sleep(interval)
+
+    async def wait_for_async(
+        self,
+        predicate: Callable[[list[dict[str, Any]]], bool],
+        timeout: float = 2.0,
+        interval: float = 0.005,
+    ) -> list[dict[str, Any]]:
+        """Like :meth:`wait_for` without blocking the event loop."""
+        deadline = time.monotonic() + timeout
+        while True:
+            events = await asyncio.to_thread(self.events)
+            if predicate(events):
+                return events
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"condition not met within {timeout}s; events: {events}")
+            await asyncio.sleep(interval)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
