@@ -45,7 +45,7 @@ class EditorLogHandler(logging.Handler):
         self.sink = sink
         self.loop = loop
         self._loop_thread = threading.get_ident()
-        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

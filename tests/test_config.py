@@ -58,7 +58,9 @@ def test_a_non_object_layer_is_an_error() -> None:
 
 
 def test_languages_switch_completion_per_language_id() -> None:
-    settings = load_settings({"completion": {"languages": {"*": False, "python": True}}}, environ={})
+    settings = load_settings(
+        {"completion": {"languages": {"*": False, "python": True}}}, environ={}
+    )
     assert settings.completion.enabled_for("python")
     assert not settings.completion.enabled_for("go")
     assert not load_settings(environ={}).completion.enabled_for("plaintext")

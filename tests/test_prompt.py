@@ -5,8 +5,12 @@ from server.prompt import QWEN_FIM_STOPS, clip_prefix, clip_suffix, qwen_fim_pro
 
 def test_prompt_has_repo_header_file_and_fim_parts_in_order() -> None:
     prompt = qwen_fim_prompt(
-        "def f():\n    ", "\nprint(f())\n", repo_name="demo", file_path="pkg/a.py",
-        prefix_chars=100, suffix_chars=100,
+        "def f():\n    ",
+        "\nprint(f())\n",
+        repo_name="demo",
+        file_path="pkg/a.py",
+        prefix_chars=100,
+        suffix_chars=100,
     )
     assert prompt.text == (
         "<|repo_name|>demo\n<|file_sep|>pkg/a.py\n"

@@ -1,0 +1,138 @@
+"""Shared fixtures: the fake model server, a copy of the sample project, LSP clients.
+
+The server under test is always the real `python -m server serve` subprocess, driven over
+stdio by pytest-lsp with the recorded capabilities of real editors.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+sys.path.insert(0, str(TESTS))
+
+from fake_openai import FakeBackend  # noqa: E402
+
+SERVER_COMMAND = [sys.executable, "-m", "server", "serve"]
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment without any HEADSTART_* settings of the machine running the tests."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADSTART_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def editor_capabilities(editor: str) -> types.ClientCapabilities:
+    """Recorded capabilities of real editors (pytest-lsp ships them).
+
+    VS Code's recording predates LSP 3.18; vscode-languageclient 10 adds the
+    inlineCompletion capability, so it is added here. Neovim 0.11 has none, which makes
+    it the client for the textDocument/completion fallback.
+    """
+    if editor == "vscode":
+        capabilities = client_capabilities("visual-studio-code")
+        assert capabilities.text_document is not None
+        capabilities.text_document.inline_completion = types.InlineCompletionClientCapabilities()
+        return capabilities
+    return client_capabilities("neovim@v0.11.0")
+
+
+def fast_settings(url: str, **completion: object) -> dict[str, object]:
+    """Settings with short timeouts, so misbehaving backends cost tests little time."""
+    return {
+        "backend": {
+            "url": url,
+            "connectTimeoutMs": 500,
+            "firstChunkTimeoutMs": 1000,
+            "chunkGapMs": 500,
+            "totalTimeoutMs": 3000,
+        },
+        "completion": completion,
+    }
+
+
+@pytest.fixture(scope="session")
+def fake_server() -> Iterator[FakeBackend]:
+    with FakeBackend() as backend:
+        yield backend
+
+
+@pytest.fixture
+def fake(fake_server: FakeBackend) -> FakeBackend:
+    """The fake model server, with its script and event log cleared."""
+    fake_server.reset()
+    return fake_server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh copy of the sample project."""
+    return Path(shutil.copytree(ROOT / "examples" / "sample_project", tmp_path / "sample_project"))
+
+
+async def start_session(
+    client: LanguageClient, editor: str, workspace: Path, options: object
+) -> None:
+    uri = workspace.as_uri()
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=editor_capabilities(editor),
+            root_uri=uri,
+            workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+            initialization_options=options,
+        )
+    )
+
+
+CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env())
+
+
+@pytest_lsp.fixture(config=CONFIG, params=["vscode", "neovim"])
+async def client(
+    request: pytest.FixtureRequest, lsp_client: LanguageClient, fake: FakeBackend, workspace: Path
+) -> AsyncIterator[None]:
+    """A server session as VS Code and as Neovim start it, backed by the fake model."""
+    lsp_client.editor = request.param  # type: ignore[attr-defined]
+    await start_session(lsp_client, request.param, workspace, fast_settings(fake.url))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def vscode(
+    lsp_client: LanguageClient, fake: FakeBackend, workspace: Path
+) -> AsyncIterator[None]:
+    """A server session as VS Code starts it, backed by the fake model."""
+    await start_session(lsp_client, "vscode", workspace, fast_settings(fake.url))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def fresh(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    """A started server that the test initializes itself (with its own options)."""
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=SERVER_COMMAND, server_env=server_env(HEADSTART_API_KEY="s3cret")
+    )
+)
+async def keyed(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    """A started server whose environment holds HEADSTART_API_KEY=s3cret."""
+    yield
+    await lsp_client.shutdown_session()
