@@ -1,0 +1,182 @@
+"""The integration tier: the same LSP session against a real vLLM.
+
+vLLM runs here as its CPU build with a tiny dummy-weight Qwen2 model (the real tokenizer,
+random weights), or on the GPU where there is one; HEADSTART_TEST_VLLM_URL points the
+tests at a running server instead. `make test` installs the CPU build and sets
+HEADSTART_REQUIRE_VLLM=1, so in CI a missing vLLM is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_lsp
+from conftest import CONFIG, start_session
+from lsp_helpers import cursor_at, logs, open_document, suggestion
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from server.local_vllm import headstart_home, start_local_vllm
+from server.prompt import qwen_fim_prompt
+from server.stops import analyse_cursor, apply_stops
+
+pytestmark = pytest.mark.vllm
+
+CPU_SETTINGS = {"firstChunkTimeoutMs": 60_000, "chunkGapMs": 30_000, "totalTimeoutMs": 120_000}
+
+
+@pytest.fixture(scope="session")
+def vllm_url() -> Iterator[str]:
+    if url := os.environ.get("HEADSTART_TEST_VLLM_URL"):
+        yield url
+        return
+    installed = (headstart_home() / "vllm-cpu-venv" / "bin" / "python").exists()
+    if not installed and not os.environ.get("HEADSTART_REQUIRE_VLLM"):
+        pytest.skip("vLLM's CPU build is not installed (make test installs it)")
+    backend = start_local_vllm(startup_timeout_s=900)
+    try:
+        yield backend.url
+    finally:
+        backend.stop()
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def editor(lsp_client: LanguageClient, vllm_url: str, workspace: Path) -> AsyncIterator[None]:
+    await start_session(
+        lsp_client, "vscode", workspace, {"backend": {"url": vllm_url, **CPU_SETTINGS}}
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def direct_completion(url: str, text: str, offset: int, file_path: str) -> str:
+    """vLLM's own answer for the prompt the server builds, cut by the same stop rules."""
+    prefix, suffix = text[:offset], text[offset:]
+    shape = analyse_cursor(prefix, suffix)
+    prompt = qwen_fim_prompt(
+        prefix,
+        suffix,
+        repo_name="sample_project",
+        file_path=file_path,
+        prefix_chars=6000,
+        suffix_chars=1500,
+    )
+    model = httpx.get(f"{url}/models", timeout=10).json()["data"][0]["id"]
+    response = httpx.post(
+        f"{url}/completions",
+        json={
+            "model": model,
+            "prompt": prompt.text,
+            "temperature": 0.0,
+            "stream": False,
+            "max_tokens": 64 if shape.mode.value == "line" else 128,
+            "stop": list(prompt.stop),
+            "stop_token_ids": list(prompt.stop_token_ids),
+        },
+        timeout=120,
+    )
+    response.raise_for_status()
+    return apply_stops(response.json()["choices"][0]["text"], shape, final=True)[0]
+
+
+def metric(url: str, name: str) -> float:
+    """A vLLM Prometheus counter or gauge, summed over its labels."""
+    body = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=10).text
+    pattern = re.compile(rf"^{re.escape(name)}(?:{{[^}}]*}})? ([0-9.e+-]+)$", re.M)
+    return sum(float(value) for value in pattern.findall(body))
+
+
+async def test_inline_completion_is_vllms_answer_for_the_servers_prompt(
+    editor: LanguageClient, vllm_url: str, workspace: Path
+) -> None:
+    path = workspace / "inventory" / "pricing.py"
+    original = path.read_text()
+    cut = original.index("sum(item.value()") + len("sum(")
+    text = original[:cut] + original[original.index("\n", cut) :]
+    uri = open_document(editor, path, text)
+    line = text[:cut].count("\n")
+    position = types.Position(line=line, character=cut - (text.rfind("\n", 0, cut) + 1))
+
+    got = await suggestion(editor, uri, position)
+
+    expected = await asyncio.to_thread(
+        direct_completion, vllm_url, text, cut, "inventory/pricing.py"
+    )
+    assert got == expected
+    assert "backend:" not in logs(editor)  # no backend error on the way
+
+
+async def test_completion_fallback_works_against_vllm(
+    fresh: LanguageClient, vllm_url: str, workspace: Path
+) -> None:
+    await start_session(fresh, "neovim", workspace, {"backend": {"url": vllm_url, **CPU_SETTINGS}})
+    marked = "def area(width, height):\n    return width█\n"
+    text, position = cursor_at(marked)
+    uri = open_document(fresh, workspace / "area.py", text)
+
+    result = await fresh.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position
+        )
+    )
+
+    expected = await asyncio.to_thread(
+        direct_completion, vllm_url, text, marked.index("█"), "area.py"
+    )
+    assert isinstance(result, types.CompletionList)
+    assert [item.text_edit.new_text for item in result.items if item.text_edit] == (
+        ["width" + expected] if expected else []
+    )
+
+
+async def test_a_cancelled_request_is_aborted_inside_vllm(
+    fresh: LanguageClient, vllm_url: str, workspace: Path
+) -> None:
+    """$/cancelRequest closes the stream, and vLLM stops generating at once: a request
+    for thousands of tokens leaves the engine long before it could have finished."""
+    long_block = {"multilineMaxTokens": 3000, "maxLines": 200}
+    options = {"backend": {"url": vllm_url, **CPU_SETTINGS}, "completion": long_block}
+    await start_session(fresh, "vscode", workspace, options)
+    text, position = cursor_at("import os\n\n█\n")
+    uri = open_document(fresh, workspace / "long.py", text)
+    finished_before = metric(vllm_url, "vllm:request_success_total")
+    reply = asyncio.ensure_future(
+        fresh.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION,
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=position,
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                ),
+            ),
+            msg_id="slow-one",
+        )
+    )
+    await wait_for_metric(vllm_url, "vllm:generation_tokens_total", lambda n: n > 0)
+    await wait_for_metric(vllm_url, "vllm:num_requests_running", lambda n: n >= 1)
+
+    fresh.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="slow-one"))
+
+    with pytest.raises(Exception, match="cancel"):
+        await asyncio.wait_for(reply, 10)
+    cancelled_at = time.monotonic()
+    await wait_for_metric(vllm_url, "vllm:num_requests_running", lambda n: n == 0)
+    assert time.monotonic() - cancelled_at < 5  # 3000 tokens take ~30 s on this CPU
+    assert metric(vllm_url, "vllm:request_success_total") == finished_before  # not completed
+
+
+async def wait_for_metric(url: str, name: str, ok: Callable[[float], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if ok(await asyncio.to_thread(metric, url, name)):
+            return
+        await asyncio.sleep(0.05)
+    pytest.fail(f"{name} never satisfied the condition (last {metric(url, name)})")
