@@ -164,10 +164,11 @@ class CompletionBackend:
                         yield text
         except httpx.TimeoutException as exc:
             raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
-        except (httpx.ConnectError, httpx.NetworkError) as exc:
+        except httpx.ConnectError as exc:
             raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
-        except httpx.RemoteProtocolError as exc:
-            raise BackendUnreachable(f"stream broken: {exc}") from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            # Connected, then the connection broke (a reset mid-stream): not "unreachable".
+            raise BackendUnreachable(f"stream broken: {str(exc) or type(exc).__name__}") from None
         except httpx.HTTPError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}") from None
 
