@@ -10,6 +10,7 @@ import logging
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -22,6 +23,7 @@ from server.backend import CompletionBackend
 from server.complete import Completer, CursorContext, LatestOnly, Suggestion
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
+from server.protocol import HeadstartProtocol
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
@@ -31,9 +33,13 @@ class HeadstartServer(LanguageServer):
     """Holds the settings, the backend client and the in-flight requests."""
 
     def __init__(self) -> None:
-        super().__init__("headstart", __version__)
+        super().__init__("headstart", __version__, protocol_cls=HeadstartProtocol)
         self.init_options: dict[str, Any] = {}
-        self.settings = load_settings()
+        try:
+            self.settings = load_settings()
+        except SettingsError as exc:  # a bad HEADSTART_* variable must not stop the server
+            log.error("%s; starting with the defaults", exc)
+            self.settings = load_settings(environ={})
         self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
@@ -77,7 +83,8 @@ class HeadstartServer(LanguageServer):
 
     def cursor_context(self, uri: str, position: types.Position) -> CursorContext | None:
         """The document text and cursor offset, or None when completion is off for it."""
-        document = self.workspace.text_documents.get(uri)
+        # pygls keys open documents by the unquoted URI ("my%20file.py" is "my file.py")
+        document = self.workspace.text_documents.get(unquote(uri))
         if document is None:
             raise JsonRpcInvalidParams(f"document {uri} is not open (send didOpen first)")
         if not self.settings.completion.enabled_for(document.language_id or ""):
@@ -149,14 +156,34 @@ server = HeadstartServer()
 @server.feature(types.INITIALIZE)
 async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> None:
     attach_editor(ls, ls.settings.log.level)
-    options = params.initialization_options
-    if options is not None and not isinstance(options, dict):
-        log.error("initializationOptions must be an object; ignoring them")
-        options = None
-    ls.init_options = dict((options or {}).get(SECTION, options or {}))
+    ls.init_options = initial_options(params.initialization_options)
     await ls.apply_settings()
     client = params.client_info.name if params.client_info else "unknown client"
     log.info("headstart %s started for %s", __version__, client)
+
+
+def initial_options(options: object) -> dict[str, Any]:
+    """The initializationOptions (or their `headstart` section) if valid, else {}.
+
+    Bad ones are logged and dropped rather than kept: every later settings update is
+    merged on top of them, and would be rejected for their sake too.
+    """
+    if isinstance(options, dict) and SECTION in options:
+        options = options[SECTION]
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        log.error(
+            "initializationOptions must be an object, got %s; using the defaults",
+            type(options).__name__,
+        )
+        return {}
+    try:
+        load_settings(options, environ={})
+    except SettingsError as exc:
+        log.error("initializationOptions ignored, using the defaults: %s", exc)
+        return {}
+    return options
 
 
 @server.feature(types.INITIALIZED)

@@ -1,0 +1,54 @@
+"""pygls' JSON-RPC protocol, with an answer for requests that cannot be deserialised.
+
+pygls only logs a message that does not fit its LSP type ("Invalid Params", naming
+nothing) and sends no reply, so the client waits forever for the request's result.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cattrs import transform_error
+from cattrs.errors import ClassValidationError
+from cattrs.v import format_exception
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.protocol import LanguageServerProtocol
+
+
+def _describe(exc: BaseException, type_: type | None) -> str:
+    """cattrs' wording, plus a validator's own message, which names the bad value."""
+    wording = format_exception(exc, type_)
+    if isinstance(exc, ValueError) and str(exc) and str(exc) not in wording:
+        return f"{wording} ({exc})"
+    return wording
+
+
+def _wire_path(problem: str) -> str:
+    """cattrs names fields as Python does (text_document), clients as LSP does (textDocument)."""
+    wording, at, path = problem.rpartition(" @ ")
+    return wording + at + re.sub(r"_([a-z])", lambda m: m.group(1).upper(), path)
+
+
+class HeadstartProtocol(LanguageServerProtocol):
+    """Replies -32602, naming each bad field, to a request that cannot be deserialised;
+    the error raised on (logged, and shown by pygls) names them too."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            cause = exc.__cause__
+            if cause is None:
+                raise
+            if isinstance(cause, ClassValidationError):
+                errors = transform_error(cause, format_exception=_describe)
+                problems = "; ".join(_wire_path(problem) for problem in errors)
+            else:
+                problems = str(cause)
+            what = data.get("method") or "JSON-RPC message"
+            error = JsonRpcInvalidParams(f"invalid {what}: {problems}")
+            msg_id = data.get("id")
+            if "method" in data and isinstance(msg_id, int | str) and not isinstance(msg_id, bool):
+                self._send_response(msg_id, error=error.to_response_error())
+            raise error from cause
