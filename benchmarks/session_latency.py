@@ -53,14 +53,23 @@ async def raw_stream(
     prefix, suffix = text[:offset], text[offset:]
     shape = analyse_cursor(prefix, suffix, settings.max_lines)
     prompt = qwen_fim_prompt(
-        prefix, suffix, repo_name=SAMPLE.name, file_path=file_path,
-        prefix_chars=settings.prefix_chars, suffix_chars=settings.suffix_chars,
+        prefix,
+        suffix,
+        repo_name=SAMPLE.name,
+        file_path=file_path,
+        prefix_chars=settings.prefix_chars,
+        suffix_chars=settings.suffix_chars,
     )
     body = {
-        "model": model, "prompt": prompt.text, "stream": True, "temperature": 0.0,
-        "max_tokens": settings.max_tokens if shape.mode is Mode.LINE
+        "model": model,
+        "prompt": prompt.text,
+        "stream": True,
+        "temperature": 0.0,
+        "max_tokens": settings.max_tokens
+        if shape.mode is Mode.LINE
         else settings.multiline_max_tokens,
-        "stop": list(prompt.stop), "stop_token_ids": list(prompt.stop_token_ids),
+        "stop": list(prompt.stop),
+        "stop_token_ids": list(prompt.stop_token_ids),
     }
     started = time.perf_counter()
     first = None
@@ -121,11 +130,24 @@ async def run(url: str, keys_per_line: int, max_keys: int) -> dict[str, Any]:
                     else:
                         lsp_text, lsp_ms = await editor.inline_completion(document, row, column + 1)
                         direct = await raw_stream(raw, model, text, offset, relative)
-                    records.append({**direct, "lsp_ms": lsp_ms, "lsp_text": lsp_text,
-                                    "file": relative, "line": row, "column": column + 1})
+                    records.append(
+                        {
+                            **direct,
+                            "lsp_ms": lsp_ms,
+                            "lsp_text": lsp_text,
+                            "expected": target[column + 1 :],
+                            "file": relative,
+                            "line": row,
+                            "column": column + 1,
+                        }
+                    )
                 editor.close(document)
-    return {"backend": url, "model": model, "keystrokes": records,
-            "server_warnings": editor.warnings}
+    return {
+        "backend": url,
+        "model": model,
+        "keystrokes": records,
+        "server_warnings": editor.warnings,
+    }
 
 
 def main() -> int:
@@ -144,14 +166,20 @@ def main() -> int:
     print(summary("LSP round trip (headstart serve)", lsp))
     print(summary("backend TTFT, same prompt (raw stream)", [r["ttft_ms"] for r in records]))
     print(summary("backend time to same stop (raw stream)", [r["suggestion_ms"] for r in records]))
-    print(summary("server overhead (LSP − raw time to stop)", overhead))
-    print(f"ratio LSP p50 / raw-to-stop p50: "
-          f"{statistics.median(lsp) / statistics.median([r['suggestion_ms'] for r in records]):.2f}")
+    print(summary("server overhead (LSP - raw time to stop)", overhead))
+    print(
+        f"ratio LSP p50 / raw-to-stop p50: "
+        f"{statistics.median(lsp) / statistics.median([r['suggestion_ms'] for r in records]):.2f}"
+    )
     print(f"same suggestion text via LSP and raw: {same}/{len(records)}")
+    exact = sum(1 for r in records if r["lsp_text"].strip() and r["lsp_text"] == r["expected"])
+    print(f"suggestion == the real rest of the line: {exact}/{len(records)}")
     print(f"prompt size p50: {statistics.median([r['prompt_chars'] for r in records]):.0f} chars")
     if result["server_warnings"]:
-        print(f"server warnings: {len(result['server_warnings'])}, first: "
-              f"{result['server_warnings'][0]}")
+        print(
+            f"server warnings: {len(result['server_warnings'])}, first: "
+            f"{result['server_warnings'][0]}"
+        )
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     return 0

@@ -78,6 +78,14 @@ def python_with_vllm() -> str | None:
     return candidate if found.returncode == 0 else None
 
 
+def install_cpu_build() -> str:
+    """vLLM's CPU build in its own environment (first time: minutes); returns its python."""
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "install-cpu"], check=True, stdout=subprocess.PIPE, text=True
+    )
+    return done.stdout.strip()
+
+
 def model_folder(shape: str) -> Path:
     """A dummy-weight model folder of the given shape (made on first use)."""
     folder = headstart_home() / "models" / f"qwen2-{shape}-dummy"
@@ -126,6 +134,7 @@ def start_local_vllm(
         ]
         description = f"vLLM on this machine's GPU, model {name}"
     else:
+        install_cpu_build()
         folder = model_dir or str(model_folder("tiny"))
         name = "tiny-qwen2-dummy" if dummy else Path(folder).name
         command = [
