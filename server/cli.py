@@ -49,7 +49,8 @@ def serve_lsp(tcp: str | None) -> int:
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
         server.start_io()
-    return 0
+    # LSP: exit code 0 only if `shutdown` came before `exit`
+    return 0 if server.shutdown_requested else 1
 
 
 def backend_status() -> int:

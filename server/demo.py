@@ -45,6 +45,8 @@ class Keystroke:
     typed: str
     suggestion: str
     latency_ms: float
+    expected: str
+    """The rest of the real line: what a perfect suggestion would be."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -82,7 +84,9 @@ async def replay(editor: EditorSession, scenario: Scenario) -> list[Keystroke]:
     for column in range(scenario.keep, scenario.keep + scenario.typed):
         editor.type(document, row, column, target[column])
         text, latency_ms = await editor.inline_completion(document, row, column + 1)
-        strokes.append(Keystroke(scenario, target[: column + 1], text, latency_ms))
+        strokes.append(
+            Keystroke(scenario, target[: column + 1], text, latency_ms, target[column + 1 :])
+        )
     editor.close(document)
     return strokes
 
@@ -92,14 +96,19 @@ def report(strokes: list[Keystroke]) -> None:
     for stroke in strokes:
         if stroke.scenario is not current:
             current = stroke.scenario
-            print(f"\n{current.file}: retyping {current.line.strip()!r} key by key")
+            real_line = (stroke.typed + stroke.expected).strip()
+            print(f"\n{current.file}: retyping {real_line!r} key by key")
+            print(f"  {'round trip':>10}  {'typed so far':<28} │ suggestion (⏎ = newline)")
         shown = stroke.suggestion.replace("\n", "⏎")[:60]
-        print(f"  {stroke.latency_ms:7.1f} ms  {stroke.typed.strip()!s:<40} │ {shown}")
+        mark = "  ✓ exact" if stroke.suggestion and stroke.suggestion == stroke.expected else ""
+        print(f"  {stroke.latency_ms:7.1f} ms  {stroke.typed.strip():<28} │ {shown}{mark}")
     latencies = [s.latency_ms for s in strokes]
     answered = sum(1 for s in strokes if s.suggestion)
+    exact = sum(1 for s in strokes if s.suggestion and s.suggestion == s.expected)
     print(
-        f"\n{len(strokes)} keystrokes, {answered} with a suggestion; round trip "
-        f"p50 {statistics.median(latencies):.1f} ms, p99 {percentile(latencies, 99):.1f} ms"
+        f"\n{len(strokes)} keystrokes, {answered} with a suggestion, {exact} exactly the real "
+        f"line; round trip p50 {statistics.median(latencies):.1f} ms, "
+        f"p99 {percentile(latencies, 99):.1f} ms (request sent to reply received)"
     )
 
 

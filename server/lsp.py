@@ -44,6 +44,7 @@ class HeadstartServer(LanguageServer):
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
         self.skipped_documents: set[str] = set()
+        self.shutdown_requested = False
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
         """Validate and switch to new settings; on a bad value keep the last good ones."""
@@ -289,6 +290,7 @@ def identifier_before(text: str, offset: int) -> str:
 
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: HeadstartServer, params: None) -> None:
+    ls.shutdown_requested = True
     await ls.latest.cancel_all()
     await ls.backend.aclose()
     log.info("shut down")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -63,3 +67,51 @@ async def suggestion(client: LanguageClient, uri: str, position: types.Position)
 def logs(client: LanguageClient) -> str:
     """Everything the server wrote to the editor's log so far."""
     return "\n".join(message.message for message in client.log_messages)
+
+
+HEADER = re.compile(rb"Content-Length: (\d+)\r\n(?:Content-Type: [^\r\n]+\r\n)?\r\n")
+
+
+class RawPipe:
+    """An LSP byte stream (stdio or TCP): frames in, frames out, and nothing else."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stdout = reader
+        self.stdin = writer
+        self.notifications: list[dict[str, Any]] = []
+
+    @classmethod
+    def of_process(cls, proc: asyncio.subprocess.Process) -> RawPipe:
+        assert proc.stdin is not None and proc.stdout is not None
+        return cls(proc.stdout, proc.stdin)
+
+    def send(self, body: bytes | dict[str, Any]) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+
+    async def frame(self) -> dict[str, Any]:
+        """The next frame; fails on anything on stdout that is not one."""
+        head = await self.stdout.readuntil(b"\r\n\r\n")
+        found = HEADER.fullmatch(head)
+        assert found, f"stdout is not an LSP frame: {head[:200]!r}"
+        body = await self.stdout.readexactly(int(found.group(1)))
+        message: dict[str, Any] = json.loads(body)
+        assert message.get("jsonrpc") == "2.0", message
+        return message
+
+    async def reply(self, msg_id: int) -> dict[str, Any]:
+        """The reply to request `msg_id`; notifications before it are kept."""
+        while True:
+            message = await asyncio.wait_for(self.frame(), timeout=10)
+            if "method" in message:
+                self.notifications.append(message)
+                continue
+            assert message.get("id") == msg_id, f"reply to an unexpected request: {message}"
+            return message
+
+    def shown_errors(self) -> list[str]:
+        return [
+            n["params"]["message"]
+            for n in self.notifications
+            if n["method"] == "window/showMessage" and n["params"]["type"] == 1
+        ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sys
 import time
 import uuid
@@ -21,7 +20,15 @@ from typing import Any
 import pytest
 from conftest import ROOT, server_env, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, inline_items, logs, open_document, suggestion
+from lsp_helpers import (
+    HEADER,
+    RawPipe,
+    cursor_at,
+    inline_items,
+    logs,
+    open_document,
+    suggestion,
+)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
@@ -315,49 +322,6 @@ async def test_unknown_settings_keys_are_rejected_by_name(
 
 # --------------------------------------------------------------------------- raw stdio
 
-HEADER = re.compile(rb"Content-Length: (\d+)\r\n(?:Content-Type: [^\r\n]+\r\n)?\r\n")
-
-
-class RawPipe:
-    """The server's stdin and stdout as bytes: LSP frames in, frames out, nothing else."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdin is not None and proc.stdout is not None
-        self.stdin = proc.stdin
-        self.stdout = proc.stdout
-        self.notifications: list[dict[str, Any]] = []
-
-    def send(self, body: bytes | dict[str, Any]) -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-
-    async def frame(self) -> dict[str, Any]:
-        """The next frame; fails on anything on stdout that is not one."""
-        head = await self.stdout.readuntil(b"\r\n\r\n")
-        found = HEADER.fullmatch(head)
-        assert found, f"stdout is not an LSP frame: {head[:200]!r}"
-        body = await self.stdout.readexactly(int(found.group(1)))
-        message: dict[str, Any] = json.loads(body)
-        assert message.get("jsonrpc") == "2.0", message
-        return message
-
-    async def reply(self, msg_id: int) -> dict[str, Any]:
-        """The reply to request `msg_id`; notifications before it are kept."""
-        while True:
-            message = await asyncio.wait_for(self.frame(), timeout=10)
-            if "method" in message:
-                self.notifications.append(message)
-                continue
-            assert message.get("id") == msg_id, f"reply to an unexpected request: {message}"
-            return message
-
-    def shown_errors(self) -> list[str]:
-        return [
-            n["params"]["message"]
-            for n in self.notifications
-            if n["method"] == "window/showMessage" and n["params"]["type"] == 1
-        ]
-
 
 async def test_malformed_messages_get_errors_and_the_process_survives(tmp_path: Path) -> None:
     stderr_path = tmp_path / "stderr.log"
@@ -374,7 +338,9 @@ async def test_malformed_messages_get_errors_and_the_process_survives(tmp_path: 
             cwd=ROOT,
         )
     try:
-        await asyncio.wait_for(drive_malformed_session(RawPipe(proc), stderr_path), timeout=30)
+        await asyncio.wait_for(
+            drive_malformed_session(RawPipe.of_process(proc), stderr_path), timeout=30
+        )
         assert await asyncio.wait_for(proc.wait(), timeout=10) == 0  # `exit` after `shutdown`
     finally:
         if proc.returncode is None:
