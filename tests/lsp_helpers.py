@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -115,3 +118,34 @@ class RawPipe:
             for n in self.notifications
             if n["method"] == "window/showMessage" and n["params"]["type"] == 1
         ]
+
+
+@asynccontextmanager
+async def spawned_server(
+    *args: str, stderr: IO[bytes] | int = asyncio.subprocess.DEVNULL
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`python -m server serve ARGS` with raw pipes, stopped at the end whatever happened."""
+    from conftest import ROOT, server_env
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "server",
+        "serve",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr,
+        env=server_env(),
+        cwd=ROOT,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()

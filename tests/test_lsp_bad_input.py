@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 import uuid
 from concurrent.futures import Future
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, server_env, start_session
+from conftest import start_session
 from fake_openai import FakeBackend
 from lsp_helpers import (
     HEADER,
@@ -27,6 +26,7 @@ from lsp_helpers import (
     inline_items,
     logs,
     open_document,
+    spawned_server,
     suggestion,
 )
 from lsprotocol import types
@@ -326,30 +326,11 @@ async def test_unknown_settings_keys_are_rejected_by_name(
 async def test_malformed_messages_get_errors_and_the_process_survives(tmp_path: Path) -> None:
     stderr_path = tmp_path / "stderr.log"
     with stderr_path.open("wb") as stderr:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "server",
-            "serve",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            env=server_env(),
-            cwd=ROOT,
-        )
-    try:
-        await asyncio.wait_for(
-            drive_malformed_session(RawPipe.of_process(proc), stderr_path), timeout=30
-        )
-        assert await asyncio.wait_for(proc.wait(), timeout=10) == 0  # `exit` after `shutdown`
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=5)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        async with spawned_server(stderr=stderr) as proc:
+            await asyncio.wait_for(
+                drive_malformed_session(RawPipe.of_process(proc), stderr_path), timeout=30
+            )
+            assert await asyncio.wait_for(proc.wait(), timeout=10) == 0  # `exit` after `shutdown`
 
 
 async def drive_malformed_session(pipe: RawPipe, stderr_path: Path) -> None:

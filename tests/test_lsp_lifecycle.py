@@ -4,40 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import ROOT, fast_settings, server_env
+from conftest import fast_settings
 from fake_openai import FakeBackend
-from lsp_helpers import RawPipe
+from lsp_helpers import RawPipe, spawned_server
 
 INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
-
-
-@asynccontextmanager
-async def spawned(*args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    """`python -m server serve ARGS`, killed at the end whatever happened."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        env=server_env(),
-        cwd=ROOT,
-    )
-    try:
-        yield proc
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 async def request(pipe: RawPipe, msg_id: int, method: str, params: Any) -> dict[str, Any]:
@@ -52,7 +26,7 @@ def free_port() -> int:
 
 
 async def test_shutdown_then_exit_ends_the_process_with_code_0() -> None:
-    async with spawned() as proc:
+    async with spawned_server() as proc:
         pipe = RawPipe.of_process(proc)
         result = (await request(pipe, 1, "initialize", INITIALIZE))["result"]
         assert result["serverInfo"]["name"] == "headstart"
@@ -67,7 +41,7 @@ async def test_shutdown_then_exit_ends_the_process_with_code_0() -> None:
 
 
 async def test_exit_without_shutdown_ends_the_process_with_code_1() -> None:
-    async with spawned() as proc:
+    async with spawned_server() as proc:
         pipe = RawPipe.of_process(proc)
         await request(pipe, 1, "initialize", INITIALIZE)
         pipe.send({"jsonrpc": "2.0", "method": "exit", "params": None})
@@ -77,7 +51,7 @@ async def test_exit_without_shutdown_ends_the_process_with_code_1() -> None:
 async def test_tcp_mode_serves_a_completion(tmp_path: Path) -> None:
     port = free_port()
     with FakeBackend(default_text="total + 1\n") as fake:
-        async with spawned("--tcp", f"127.0.0.1:{port}") as proc:
+        async with spawned_server("--tcp", f"127.0.0.1:{port}") as proc:
             for _ in range(100):
                 try:
                     reader, writer = await asyncio.open_connection("127.0.0.1", port)
