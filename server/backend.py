@@ -69,6 +69,12 @@ class CompletionBackend:
 
     def __init__(self, settings: BackendSettings, api_key: str | None = None) -> None:
         self.settings = settings
+        if api_key and not key_may_travel(settings.url):
+            log.warning(
+                "not sending the API key to %s: keys go only over https or to this machine",
+                settings.url,
+            )
+            api_key = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             base_url=settings.url,
@@ -185,6 +191,16 @@ class CompletionBackend:
             return response.json()
         except ValueError:
             raise BackendProtocolError(f"{path} did not answer JSON") from None
+
+
+def key_may_travel(url: str) -> bool:
+    """An API key is sent only over TLS, or over loopback where nothing can overhear it."""
+    parts = httpx.URL(url)
+    return (
+        parts.scheme == "https"
+        or parts.host in ("localhost", "::1")
+        or (parts.host.startswith("127."))
+    )
 
 
 def _parse_chunk(data: str) -> tuple[str, str | None]:

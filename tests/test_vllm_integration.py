@@ -27,7 +27,7 @@ from server.local_vllm import headstart_home, start_local_vllm
 from server.prompt import qwen_fim_prompt
 from server.stops import analyse_cursor, apply_stops
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]  # vLLM's start counts too
 
 CPU_SETTINGS = {"firstChunkTimeoutMs": 60_000, "chunkGapMs": 30_000, "totalTimeoutMs": 120_000}
 
