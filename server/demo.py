@@ -101,7 +101,7 @@ def report(strokes: list[Keystroke]) -> None:
             print(f"  {'round trip':>10}  {'typed so far':<28} │ suggestion (⏎ = newline)")
         shown = stroke.suggestion.replace("\n", "⏎")[:60]
         mark = "  ✓ exact" if stroke.suggestion and stroke.suggestion == stroke.expected else ""
-        print(f"  {stroke.latency_ms:7.1f} ms  {stroke.typed.strip():<28} │ {shown}{mark}")
+        print(f"  {stroke.latency_ms:7.1f} ms  {stroke.typed.lstrip():<28} │ {shown}{mark}")
     latencies = [s.latency_ms for s in strokes]
     answered = sum(1 for s in strokes if s.suggestion)
     exact = sum(1 for s in strokes if s.suggestion and s.suggestion == s.expected)
