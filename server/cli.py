@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from server import __version__
 
@@ -16,6 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen for one client over TCP")
+
+    index = commands.add_parser("index", help="index a folder into the project cache")
+    index.add_argument("path", type=Path, help="the workspace root")
+    index.add_argument("--cache-dir", type=Path, help="where the store goes")
 
     demo = commands.add_parser(
         "demo", help="drive the server over LSP on the sample project and print suggestions"
@@ -30,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return serve_lsp(args.tcp)
+    if args.command == "index":
+        return index_folder(args.path, args.cache_dir)
     if args.command == "demo":
         from server import demo as demo_module
 
@@ -51,6 +58,39 @@ def serve_lsp(tcp: str | None) -> int:
         server.start_io()
     # LSP: exit code 0 only if `shutdown` came before `exit`
     return 0 if server.shutdown_requested else 1
+
+
+def index_folder(root: Path, cache_dir: Path | None) -> int:
+    """Cold or warm index of `root`, with a progress bar and a summary (on stderr/stdout)."""
+    from cache.index import ProjectIndex
+
+    if not root.is_dir():
+        print(f"{root} is not a folder", file=sys.stderr)
+        return 2
+
+    def bar(done: int, total: int) -> None:
+        filled = 30 * done // max(total, 1)
+        print(
+            f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} files",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    index = ProjectIndex(root, cache_dir=cache_dir)
+    try:
+        summary = index.build(progress=bar)
+    finally:
+        index.close()
+    print(file=sys.stderr)
+    top = ", ".join(f"{lang} {n}" for lang, n in summary.languages.most_common(8))
+    print(
+        f"{summary.files} files ({top}); {summary.edges} import edges; "
+        f"{summary.outlined} outlined, {summary.rehashed} re-hashed, {summary.reused} unchanged, "
+        f"{summary.removed} removed; {summary.seconds:.2f} s; "
+        f"store {summary.store_bytes / 1e6:.1f} MB at {index.store.path}"
+    )
+    return 0
 
 
 def backend_status() -> int:

@@ -1,0 +1,210 @@
+"""The project index of one workspace root: scan, fingerprint, outline, resolve, persist.
+
+A cold build outlines every file; a warm build loads the store and re-reads only files
+whose (size, mtime) changed, re-outlining only those whose contents hash changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from cache.fingerprint import digest
+from cache.graph import DependencyGraph
+from cache.imports import ImportResolver, read_text_under
+from cache.model import FileRecord, Outline
+from cache.outline import parse_outline
+from cache.scan import ScannedFile, ScanSettings, scan
+from cache.store import ProjectStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+"""Called with (files done, files found so far)."""
+
+
+@dataclass
+class IndexSummary:
+    files: int = 0
+    outlined: int = 0
+    reused: int = 0
+    rehashed: int = 0
+    removed: int = 0
+    edges: int = 0
+    seconds: float = 0.0
+    store_bytes: int = 0
+    languages: Counter[str] = field(default_factory=Counter)
+
+
+class ProjectIndex:
+    """Everything the cache knows about the files under one workspace root."""
+
+    def __init__(
+        self,
+        root: Path,
+        scan_settings: ScanSettings | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.scan_settings = scan_settings or ScanSettings()
+        self.store = ProjectStore(self.root, cache_dir)
+        self.records: dict[str, FileRecord] = {}
+        self.graph = DependencyGraph()
+        self._by_directory: dict[str, list[str]] = {}
+
+    def build(self, progress: Progress | None = None) -> IndexSummary:
+        """Bring the index up to date with the disk, and persist what changed."""
+        started = time.perf_counter()
+        summary = IndexSummary()
+        stored = self.store.load()
+        found = list(scan(self.root, self.scan_settings))
+        records: dict[str, FileRecord] = {}
+        changed: dict[str, FileRecord] = {}
+        to_outline: list[FileRecord] = []
+        for file in found:
+            old = stored.get(file.path)
+            record = self._refresh(file, old, summary)
+            if record is None:
+                record = FileRecord(file.path, file.language, file.size, file.mtime_ns, "")
+                to_outline.append(record)
+            records[file.path] = record
+            if record is not old:
+                changed[file.path] = record
+        for record in outline_all(self.root, to_outline, progress, len(found)):
+            records[record.path] = changed[record.path] = record
+        summary.outlined = len(to_outline)
+        if progress is not None:
+            progress(len(found), len(found))
+        removed = [path for path in stored if path not in records]
+        summary.removed = len(removed)
+        self.records = records
+        self._by_directory = {}
+        for path in sorted(records):
+            self._by_directory.setdefault(_directory(path), []).append(path)
+        if changed or removed:
+            changed.update(self._resolve_all())
+        else:  # the same files with the same contents: the stored edges still hold
+            self.graph = DependencyGraph()
+            for path, record in records.items():
+                self.graph.set_imports(path, record.depends_on)
+        self.store.save(changed, removed)
+        summary.files = len(records)
+        summary.edges = self.graph.edge_count
+        summary.languages = Counter(r.language for r in records.values() if r.language)
+        summary.store_bytes = self.store.size_bytes()
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _refresh(
+        self, file: ScannedFile, old: FileRecord | None, summary: IndexSummary
+    ) -> FileRecord | None:
+        """The stored record if the file is unchanged (by stat, or by hash), else None:
+        the file must be outlined again."""
+        if old is not None and (old.size, old.mtime_ns) == (file.size, file.mtime_ns):
+            summary.reused += 1
+            return old
+        if old is not None and old.language == file.language:
+            try:
+                same = digest(file.abs_path.read_bytes()) == old.digest
+            except OSError:
+                same = False
+            if same:
+                summary.rehashed += 1
+                return replace(old, size=file.size, mtime_ns=file.mtime_ns)
+        return None
+
+    def _resolve_all(self) -> dict[str, FileRecord]:
+        """Resolve every file's imports (cheap: no I/O but config files) and build the graph.
+
+        Returns the records whose dependencies changed, to be saved."""
+        resolver = ImportResolver(
+            self.records,
+            {path: record.outline for path, record in self.records.items()},
+            read_text_under(self.root),
+        )
+        changed = {}
+        graph = DependencyGraph()
+        for path, record in self.records.items():
+            depends_on = resolver.resolve(path, record.language)
+            if depends_on != record.depends_on:
+                record = replace(record, depends_on=depends_on)
+                self.records[path] = changed[path] = record
+            graph.set_imports(path, depends_on)
+        self.graph = graph
+        return changed
+
+    def related(self, path: str, limit: int = 20) -> list[str]:
+        """Files most likely to matter when editing `path`: its direct dependencies, the
+        rest of its directory, second-hop dependencies, then files that import it."""
+        ranked: dict[str, None] = {}
+        hops = self.graph.neighbourhood(path, hops=2)
+        for candidate in sorted(hops, key=lambda p: (hops[p], p)):
+            if hops[candidate] == 1:
+                ranked[candidate] = None
+        for candidate in self._by_directory.get(_directory(path), ()):
+            ranked.setdefault(candidate, None)
+        for candidate in sorted(hops, key=lambda p: (hops[p], p)):
+            ranked.setdefault(candidate, None)
+        for candidate in sorted(self.graph.imported_by(path)):
+            ranked.setdefault(candidate, None)
+        ranked.pop(path, None)
+        return list(ranked)[:limit]
+
+    def close(self) -> None:
+        self.store.close()
+
+
+PARALLEL_FROM = 300
+"""Below this many files, starting worker processes costs more than it saves."""
+
+
+def outline_all(
+    root: Path, pending: list[FileRecord], progress: Progress | None, total: int
+) -> Iterator[FileRecord]:
+    """Hash and outline `pending` files, in worker processes when there are many:
+    tree-sitter holds the GIL while it parses, so threads would not help."""
+    jobs = [(str(root / record.path), record.language) for record in pending]
+    workers = min(os.cpu_count() or 1, 8)
+    if len(jobs) < PARALLEL_FROM or workers < 2:
+        results: Iterable[tuple[str, Outline | None]] = map(_hash_and_outline, jobs)
+        yield from _with_results(pending, results, progress, total)
+        return
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded server
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        results = pool.map(_hash_and_outline, jobs, chunksize=64)
+        yield from _with_results(pending, results, progress, total)
+
+
+def _with_results(
+    pending: list[FileRecord],
+    results: Iterable[tuple[str, Outline | None]],
+    progress: Progress | None,
+    total: int,
+) -> Iterator[FileRecord]:
+    done = total - len(pending)
+    for record, (fingerprint, outline) in zip(pending, results, strict=True):
+        done += 1
+        if progress is not None and done % 500 == 0:
+            progress(done, total)
+        yield replace(record, digest=fingerprint, outline=outline)
+
+
+def _hash_and_outline(job: tuple[str, str | None]) -> tuple[str, Outline | None]:
+    path, language = job
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        log.debug("cannot read %s: %s", path, exc)
+        data = b""
+    return digest(data), parse_outline(data, language) if language else None
+
+
+def _directory(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""

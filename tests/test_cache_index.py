@@ -1,0 +1,103 @@
+"""The project index end to end on real files: cold build, warm start, changes on disk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cache.index import ProjectIndex
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(ROOT / "examples" / "sample_project", tmp_path / "project"))
+
+
+def build(project: Path, cache: Path) -> tuple[ProjectIndex, object]:
+    index = ProjectIndex(project, cache_dir=cache)
+    summary = index.build()
+    index.close()
+    return index, summary
+
+
+def test_cold_build_outlines_every_file_and_resolves_imports(project: Path, tmp_path: Path) -> None:
+    index, summary = build(project, tmp_path / "cache")
+    assert summary.outlined == summary.files == len(index.records)  # type: ignore[attr-defined]
+    report = index.records["inventory/report.py"]
+    assert report.language == "python"
+    assert report.depends_on == ("inventory/models.py", "inventory/pricing.py")
+    assert index.graph.imported_by("inventory/models.py") >= {
+        "inventory/pricing.py",
+        "inventory/stock.py",
+        "inventory/report.py",
+    }
+    names = {d.qualified_name for d in index.records["inventory/models.py"].outline.definitions}  # type: ignore[union-attr]
+    assert {"Item", "Item.value", "Warehouse", "Warehouse.add"} <= names
+
+
+def test_warm_start_reuses_unchanged_files_and_redoes_changed_ones(
+    project: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    build(project, cache)
+
+    _, warm = build(project, cache)
+    assert (warm.outlined, warm.rehashed) == (0, 0)  # type: ignore[attr-defined]
+    assert warm.reused == warm.files  # type: ignore[attr-defined]
+
+    stock = project / "inventory" / "stock.py"
+    stock.write_text(
+        stock.read_text() + "\n\ndef audit(warehouse: Warehouse) -> int:\n    return 0\n"
+    )
+    models = project / "inventory" / "models.py"
+    stat = models.stat()
+    os.utime(models, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # touched only
+    (project / "main.py").unlink()
+    (project / "inventory" / "audit.py").write_text("from inventory.stock import audit\n")
+
+    index, summary = build(project, cache)
+    assert summary.outlined == 2  # type: ignore[attr-defined]  # stock.py and the new audit.py
+    assert summary.rehashed == 1  # type: ignore[attr-defined]  # models.py: same hash
+    assert summary.removed == 1  # type: ignore[attr-defined]  # main.py
+    assert "main.py" not in index.records
+    assert index.records["inventory/audit.py"].depends_on == ("inventory/stock.py",)
+    outline = index.records["inventory/stock.py"].outline
+    assert outline is not None and "audit" in {d.name for d in outline.definitions}
+
+
+def test_a_corrupt_store_is_rebuilt_not_trusted(
+    project: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = tmp_path / "cache"
+    index, _ = build(project, cache)
+    for file in index.store.path.rglob("*.db"):
+        file.write_bytes(b"this is not sqlite" * 100)
+    again, summary = build(project, cache)
+    assert summary.outlined == summary.files  # type: ignore[attr-defined]
+    assert again.records.keys() == index.records.keys()
+    assert any("rebuil" in r.getMessage() or "discard" in r.getMessage() for r in caplog.records)
+
+
+def test_related_files_rank_dependencies_then_the_directory_then_importers(
+    project: Path, tmp_path: Path
+) -> None:
+    index, _ = build(project, tmp_path / "cache")
+    assert index.related("inventory/report.py") == [
+        "inventory/models.py",  # imported by report.py
+        "inventory/pricing.py",
+        "inventory/__init__.py",  # same package
+        "inventory/stock.py",
+        "main.py",  # imports report.py
+    ]
+    assert index.related("main.py") == [
+        "inventory/models.py",  # imported
+        "inventory/report.py",
+        "inventory/stock.py",
+        "README.md",  # same directory
+        "inventory/pricing.py",  # second hop
+    ]
