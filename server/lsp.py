@@ -6,8 +6,11 @@ delegates. Bad input gets a clear error in the reply or the log, never a crash.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -23,6 +26,7 @@ from server.backend import CompletionBackend
 from server.complete import Completer, CursorContext, LatestOnly, Suggestion
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
+from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,8 @@ class HeadstartServer(LanguageServer):
         self.latest = LatestOnly()
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
+        self.project = ProjectCache()
+        self._indexing: asyncio.Task[None] | None = None
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
         """Validate and switch to new settings; on a bad value keep the last good ones."""
@@ -72,6 +78,49 @@ class HeadstartServer(LanguageServer):
             settings.backend.url,
             settings.backend.model or "(from /v1/models)",
         )
+
+    def start_indexing(self) -> None:
+        """Index the workspace in the background, with progress in the editor if it can."""
+        self._indexing = asyncio.create_task(self._index_workspace())
+
+    async def _index_workspace(self) -> None:
+        window = self.client_capabilities.window
+        token = f"headstart-index-{uuid.uuid4()}"
+        show = bool(window and window.work_done_progress)
+        if show:
+            try:
+                await self.work_done_progress.create_async(token)
+            except Exception as exc:  # the client may refuse; indexing goes on regardless
+                log.debug("no progress for indexing: %s", exc)
+                show = False
+
+        def report(message: str, percentage: int) -> None:
+            if show:
+                self.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+                )
+
+        if show:
+            self.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="Headstart: indexing", percentage=0)
+            )
+        cache_dir = Path(self.settings.cache_dir) if self.settings.cache_dir else None
+        try:
+            await self.project.build(self.workspace_roots(), cache_dir, report)
+        finally:
+            if show:
+                files = sum(len(index.records) for index in self.project.indexes.values())
+                self.work_done_progress.end(
+                    token, types.WorkDoneProgressEnd(message=f"{files} files indexed")
+                )
+
+    async def stop_indexing(self) -> None:
+        self.project.stop()
+        if self._indexing is not None and not self._indexing.done():
+            self._indexing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._indexing
+        self.project.close()
 
     def configure_logging(self) -> None:
         configure_logging(self.settings.log.level, self.settings.log.file)
@@ -190,6 +239,7 @@ def initial_options(options: object) -> dict[str, Any]:
 @server.feature(types.INITIALIZED)
 async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
     await pull_configuration(ls)
+    ls.start_indexing()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -292,5 +342,6 @@ def identifier_before(text: str, offset: int) -> str:
 async def shutdown(ls: HeadstartServer, params: None) -> None:
     ls.shutdown_requested = True
     await ls.latest.cancel_all()
+    await ls.stop_indexing()
     await ls.backend.aclose()
     log.info("shut down")

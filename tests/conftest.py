@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -23,6 +24,8 @@ sys.path.insert(0, str(TESTS))
 
 from fake_openai import FakeBackend  # noqa: E402
 
+TEST_CACHE = Path(tempfile.mkdtemp(prefix="headstart-test-cache-"))
+"""The servers under test keep their project caches here, not in the user's cache."""
 SERVER_COMMAND = [sys.executable, "-m", "server", "serve"]
 
 
@@ -30,6 +33,7 @@ def server_env(**extra: str) -> dict[str, str]:
     """The environment without any HEADSTART_* settings of the machine running the tests."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADSTART_")}
     env["PYTHONPATH"] = str(ROOT)
+    env["HEADSTART_CACHE_DIR"] = str(TEST_CACHE)
     env.update(extra)
     return env
 
