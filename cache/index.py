@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +26,10 @@ from cache.scan import ScannedFile, ScanSettings, scan
 from cache.store import ProjectStore
 
 log = logging.getLogger(__name__)
+
+Job = tuple[str, str | None]
+"""A file to outline: its absolute path and language."""
+_SPAWN = multiprocessing.get_context("spawn")  # never fork a threaded server
 
 Progress = Callable[[int, int], None]
 """Called with (files done, files found so far)."""
@@ -163,23 +168,68 @@ class ProjectIndex:
 
 PARALLEL_FROM = 300
 """Below this many files, starting worker processes costs more than it saves."""
+CHUNK = 32
+INLINE_LANGUAGES = frozenset(
+    {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "markdown"}
+)
+"""Grammars trusted to run inside the server process. Some others in the pack segfault or
+spin on bad input (yaml on deep nesting, v, gn), which no Python code can catch: their files
+are always outlined in a worker process."""
 
 
 def outline_all(
     root: Path, pending: list[FileRecord], progress: Progress | None, total: int
 ) -> Iterator[FileRecord]:
-    """Hash and outline `pending` files, in worker processes when there are many:
-    tree-sitter holds the GIL while it parses, so threads would not help."""
+    """Hash and outline `pending` files. Many files, or any of an untrusted grammar, go to
+    worker processes: tree-sitter holds the GIL while it parses, so threads would not help,
+    and a grammar that crashes a worker costs that one file its outline, not the server."""
     jobs = [(str(root / record.path), record.language) for record in pending]
-    workers = min(os.cpu_count() or 1, 8)
-    if len(jobs) < PARALLEL_FROM or workers < 2:
-        results: Iterable[tuple[str, Outline | None]] = map(_hash_and_outline, jobs)
-        yield from _with_results(pending, results, progress, total)
-        return
-    context = multiprocessing.get_context("spawn")  # no fork of a threaded server
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        results = pool.map(_hash_and_outline, jobs, chunksize=64)
-        yield from _with_results(pending, results, progress, total)
+    isolate = len(jobs) >= PARALLEL_FROM or any(
+        language not in INLINE_LANGUAGES for _, language in jobs if language
+    )
+    results = _in_workers(jobs) if isolate else map(_hash_and_outline, jobs)
+    yield from _with_results(pending, results, progress, total)
+
+
+def _in_workers(jobs: list[Job]) -> Iterator[tuple[str, Outline | None]]:
+    """Outline in spawned workers, chunk by chunk; when a worker dies, redo the rest of the
+    broken chunk one file at a time to find the file that killed it."""
+    workers = max(1, min(os.cpu_count() or 1, 8))
+    chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
+    done = 0
+    while done < len(chunks):
+        with ProcessPoolExecutor(workers, mp_context=_SPAWN) as pool:
+            futures = [pool.submit(_hash_and_outline_many, chunk) for chunk in chunks[done:]]
+            try:
+                for future in futures:
+                    yield from future.result()
+                    done += 1
+            except BrokenProcessPool:
+                pass
+        if done < len(chunks):
+            yield from _one_by_one(chunks[done])
+            done += 1
+
+
+def _one_by_one(jobs: list[Job]) -> Iterator[tuple[str, Outline | None]]:
+    position = 0
+    while position < len(jobs):
+        with ProcessPoolExecutor(1, mp_context=_SPAWN) as pool:
+            try:
+                for job in jobs[position:]:
+                    yield pool.submit(_hash_and_outline, job).result()
+                    position += 1
+            except BrokenProcessPool:
+                path, language = jobs[position]
+                log.warning(
+                    "the %s grammar crashed on %s; indexed without an outline", language, path
+                )
+                yield _digest_of(path), None
+                position += 1
+
+
+def _hash_and_outline_many(jobs: list[Job]) -> list[tuple[str, Outline | None]]:
+    return [_hash_and_outline(job) for job in jobs]
 
 
 def _with_results(
@@ -196,14 +246,22 @@ def _with_results(
         yield replace(record, digest=fingerprint, outline=outline)
 
 
-def _hash_and_outline(job: tuple[str, str | None]) -> tuple[str, Outline | None]:
+def _hash_and_outline(job: Job) -> tuple[str, Outline | None]:
     path, language = job
+    data = _read(path)
+    return digest(data), parse_outline(data, language) if language else None
+
+
+def _digest_of(path: str) -> str:
+    return digest(_read(path))
+
+
+def _read(path: str) -> bytes:
     try:
-        data = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         log.debug("cannot read %s: %s", path, exc)
-        data = b""
-    return digest(data), parse_outline(data, language) if language else None
+        return b""
 
 
 def _directory(path: str) -> str:

@@ -46,6 +46,8 @@ _UNSAFE_GRAMMARS: Final = frozenset({"cobol"})
 """Pack grammars never used: cobol's parser loops forever, holding the GIL and growing
 memory, on free-format text as plain as "end" (0.13.0)."""
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
+_CONTROL_BYTES: Final = bytes([*range(0x01, 0x09), *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
+"""Control characters that text does not use (tab, newlines, form feed and ESC it does)."""
 
 _languages: dict[str, Language | None] = {}
 _languages_lock = threading.Lock()
@@ -75,15 +77,13 @@ def parse_outline(source: bytes, language: str) -> Outline | None:
 
     Never raises for a supported language: syntax errors are normal in files being edited,
     and tree-sitter outlines whatever parses around them. A file with NUL bytes, or one
-    whose parse runs past PARSE_BUDGET_S, gets an empty outline.
+    whose parse runs past PARSE_BUDGET_S, or that looks binary gets an empty outline.
     """
     grammar = _language(language)
     if grammar is None:
         return None
     data = source[len(_UTF8_BOM) :] if source.startswith(_UTF8_BOM) else source
-    if b"\x00" in data:
-        # Binary (or UTF-16). External scanners take NUL for the end of input, and some
-        # (d, v) then read past it and crash the process.
+    if _looks_binary(data):
         return Outline(language=language)
     parser = _parsers.by_language.get(language)
     if parser is None:
@@ -108,6 +108,18 @@ def parse_outline(source: bytes, language: str) -> Outline | None:
         return Outline(language=language)
     imports = sorted(outliner.imports, key=lambda ref: ref.line)
     return Outline(language, tuple(outliner.definitions), tuple(imports))
+
+
+def _looks_binary(data: bytes) -> bool:
+    """Whether `data` is no source text (a video named .ts, a UTF-16 file): then not parsed.
+
+    External scanners take NUL for the end of input, and some (d) then read past it and
+    crash the process; v's scanner crashes now and then on random bytes without NULs.
+    """
+    if b"\x00" in data:
+        return True
+    controls = len(data) - len(data.translate(None, _CONTROL_BYTES))
+    return controls * 100 > len(data)
 
 
 def _language(name: str) -> Language | None:

@@ -101,3 +101,25 @@ def test_related_files_rank_dependencies_then_the_directory_then_importers(
         "README.md",  # same directory
         "inventory/pricing.py",  # second hop
     ]
+
+
+def test_a_grammar_that_crashes_costs_one_outline_not_the_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """tree-sitter's YAML grammar segfaults on deep nesting; outlining runs in worker
+    processes, so the index survives and records that file without an outline."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "deep.yaml").write_text("".join("  " * i + f"k{i}:\n" for i in range(400)))
+    (project / "config.yaml").write_text("name: demo\nversion: 1\n")
+    (project / "app.py").write_text("def main() -> None:\n    pass\n")
+
+    index, summary = build(project, tmp_path / "cache")
+
+    assert summary.files == 3  # type: ignore[attr-defined]
+    assert index.records["deep.yaml"].outline is None
+    assert index.records["deep.yaml"].digest  # still fingerprinted
+    assert index.records["config.yaml"].outline is not None
+    app = index.records["app.py"].outline
+    assert app is not None and [d.name for d in app.definitions] == ["main"]
+    assert "yaml grammar crashed on" in caplog.text and "deep.yaml" in caplog.text

@@ -814,9 +814,14 @@ def test_every_pack_language_outlines_empty_and_garbage_input(
 
 
 def test_binary_input_is_not_parsed() -> None:
-    """External scanners take NUL for the end of input; d's then crashed on random bytes."""
+    """External scanners take NUL for the end of input; d's then crashed on random bytes,
+    and v's crashed now and then on random bytes without NULs."""
     assert parse_outline(b"def f(): pass\n\x00", "python") == Outline("python")
     assert parse_outline(b"void f(void) {}\n\x00\xff", "d") == Outline("d")
+    controls = bytes(range(1, 32)) * 4
+    assert parse_outline(b"fn main() {}\n" + controls, "v") == Outline("v")
+    text = b"def f():\n\tpass\r\n\x0c\x1b[0m\n"
+    assert [d.name for d in outline(text.decode(), "python").definitions] == ["f"]
 
 
 def test_wide_error_nodes_stay_linear() -> None:
