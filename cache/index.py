@@ -146,19 +146,13 @@ class ProjectIndex:
         return changed
 
     def related(self, path: str, limit: int = 20) -> list[str]:
-        """Files most likely to matter when editing `path`: its direct dependencies, the
-        rest of its directory, second-hop dependencies, then files that import it."""
-        ranked: dict[str, None] = {}
+        """Files most likely to matter when editing `path`, best first: the rest of its
+        directory (package), its direct dependencies, second-hop dependencies, then the
+        files that import it."""
+        ranked: dict[str, None] = dict.fromkeys(self._by_directory.get(_directory(path), ()))
         hops = self.graph.neighbourhood(path, hops=2)
-        for candidate in sorted(hops, key=lambda p: (hops[p], p)):
-            if hops[candidate] == 1:
-                ranked[candidate] = None
-        for candidate in self._by_directory.get(_directory(path), ()):
-            ranked.setdefault(candidate, None)
-        for candidate in sorted(hops, key=lambda p: (hops[p], p)):
-            ranked.setdefault(candidate, None)
-        for candidate in sorted(self.graph.imported_by(path)):
-            ranked.setdefault(candidate, None)
+        ranked.update(dict.fromkeys(sorted(hops, key=lambda p: (hops[p], p))))
+        ranked.update(dict.fromkeys(sorted(self.graph.imported_by(path))))
         ranked.pop(path, None)
         return list(ranked)[:limit]
 

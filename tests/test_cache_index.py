@@ -83,22 +83,22 @@ def test_a_corrupt_store_is_rebuilt_not_trusted(
     assert any("rebuil" in r.getMessage() or "discard" in r.getMessage() for r in caplog.records)
 
 
-def test_related_files_rank_dependencies_then_the_directory_then_importers(
+def test_related_files_rank_the_directory_then_dependencies_then_importers(
     project: Path, tmp_path: Path
 ) -> None:
     index, _ = build(project, tmp_path / "cache")
     assert index.related("inventory/report.py") == [
-        "inventory/models.py",  # imported by report.py
-        "inventory/pricing.py",
         "inventory/__init__.py",  # same package
+        "inventory/models.py",  # (also imported by report.py)
+        "inventory/pricing.py",
         "inventory/stock.py",
         "main.py",  # imports report.py
     ]
     assert index.related("main.py") == [
-        "inventory/models.py",  # imported
+        "README.md",  # same directory
+        "inventory/models.py",  # imported by main.py
         "inventory/report.py",
         "inventory/stock.py",
-        "README.md",  # same directory
         "inventory/pricing.py",  # second hop
     ]
 
