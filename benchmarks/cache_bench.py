@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from cache.fingerprint import digest  # noqa: E402
 from cache.index import ProjectIndex  # noqa: E402
 from cache.scan import scan  # noqa: E402
+from server.metrics import percentile  # noqa: E402
 
 
 def timed_index(workspace: Path, cache: Path) -> tuple[float, float, str]:
@@ -55,11 +56,6 @@ def scan_and_hash(workspace: Path) -> tuple[float, int]:
         digest(file.abs_path.read_bytes())
         files += 1
     return time.perf_counter() - started, files
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def main() -> int:
@@ -93,7 +89,7 @@ def main() -> int:
     )
     print(
         f"related files query ({args.queries} random files, top 20): "
-        f"p50 {statistics.median(latencies):.3f} ms, p99 {pct(latencies, 99):.3f} ms"
+        f"p50 {statistics.median(latencies):.3f} ms, p99 {percentile(latencies, 99):.3f} ms"
     )
     return 0
 

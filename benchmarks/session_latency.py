@@ -26,10 +26,11 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from server.complete import CursorContext, plan_request  # noqa: E402
 from server.config import CompletionSettings  # noqa: E402
 from server.editor_session import EditorSession  # noqa: E402
-from server.prompt import qwen_fim_prompt  # noqa: E402
-from server.stops import Mode, analyse_cursor, apply_stops  # noqa: E402
+from server.metrics import percentile  # noqa: E402
+from server.stops import apply_stops  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "sample_project"
 
@@ -49,27 +50,17 @@ async def raw_stream(
     client: httpx.AsyncClient, model: str, text: str, offset: int, file_path: str
 ) -> dict[str, Any]:
     """Ask the backend directly for the prompt the server builds; time it."""
-    settings = CompletionSettings()
-    prefix, suffix = text[:offset], text[offset:]
-    shape = analyse_cursor(prefix, suffix, settings.max_lines)
-    prompt = qwen_fim_prompt(
-        prefix,
-        suffix,
-        repo_name=SAMPLE.name,
-        file_path=file_path,
-        prefix_chars=settings.prefix_chars,
-        suffix_chars=settings.suffix_chars,
+    request, shape = plan_request(
+        CursorContext(text, offset, file_path, SAMPLE.name), CompletionSettings()
     )
     body = {
         "model": model,
-        "prompt": prompt.text,
+        "prompt": request.prompt,
         "stream": True,
-        "temperature": 0.0,
-        "max_tokens": settings.max_tokens
-        if shape.mode is Mode.LINE
-        else settings.multiline_max_tokens,
-        "stop": list(prompt.stop),
-        "stop_token_ids": list(prompt.stop_token_ids),
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "stop": list(request.stop),
+        "stop_token_ids": list(request.stop_token_ids),
     }
     started = time.perf_counter()
     first = None
@@ -93,17 +84,14 @@ async def raw_stream(
         "ttft_ms": ((first or ended) - started) * 1000,
         "suggestion_ms": (ended - started) * 1000,
         "text": kept,
-        "prompt_chars": len(prompt.text),
+        "prompt_chars": len(request.prompt),
     }
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def summary(name: str, values: list[float]) -> str:
-    return f"{name:<44} p50 {statistics.median(values):7.1f} ms   p99 {pct(values, 99):7.1f} ms"
+    return (
+        f"{name:<44} p50 {statistics.median(values):7.1f} ms   p99 {percentile(values, 99):7.1f} ms"
+    )
 
 
 async def run(url: str, keys_per_line: int, max_keys: int) -> dict[str, Any]:

@@ -42,6 +42,32 @@ class Suggestion:
     error: str | None = None
 
 
+def plan_request(
+    ctx: CursorContext, settings: CompletionSettings
+) -> tuple[CompletionRequest, CursorShape]:
+    """The request to send for this cursor, and the shape its stop rules need."""
+    prefix, suffix = ctx.text[: ctx.offset], ctx.text[ctx.offset :]
+    shape = analyse_cursor(prefix, suffix, settings.max_lines)
+    prompt = qwen_fim_prompt(
+        prefix,
+        suffix,
+        repo_name=ctx.repo_name,
+        file_path=ctx.file_path,
+        prefix_chars=settings.prefix_chars,
+        suffix_chars=settings.suffix_chars,
+    )
+    request = CompletionRequest(
+        prompt=prompt.text,
+        max_tokens=settings.max_tokens
+        if shape.mode is Mode.LINE
+        else settings.multiline_max_tokens,
+        stop=prompt.stop,
+        stop_token_ids=prompt.stop_token_ids,
+        temperature=settings.temperature,
+    )
+    return request, shape
+
+
 class Completer:
     """Builds the prompt, streams from the backend, applies the stop rules."""
 
@@ -50,25 +76,7 @@ class Completer:
 
     async def complete(self, ctx: CursorContext, settings: CompletionSettings) -> Suggestion:
         started = time.perf_counter()
-        prefix, suffix = ctx.text[: ctx.offset], ctx.text[ctx.offset :]
-        shape = analyse_cursor(prefix, suffix, settings.max_lines)
-        prompt = qwen_fim_prompt(
-            prefix,
-            suffix,
-            repo_name=ctx.repo_name,
-            file_path=ctx.file_path,
-            prefix_chars=settings.prefix_chars,
-            suffix_chars=settings.suffix_chars,
-        )
-        request = CompletionRequest(
-            prompt=prompt.text,
-            max_tokens=settings.max_tokens
-            if shape.mode is Mode.LINE
-            else settings.multiline_max_tokens,
-            stop=prompt.stop,
-            stop_token_ids=prompt.stop_token_ids,
-            temperature=settings.temperature,
-        )
+        request, shape = plan_request(ctx, settings)
         stats = StreamStats()
         prompt_ms = (stats.started - started) * 1000
         text, error = await self._stream_until_stop(request, shape, stats)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from server.editor_session import EditorSession
 from server.local_vllm import LocalBackend, served_models, start_local_vllm
+from server.metrics import percentile
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sample_project"
 
@@ -47,12 +48,6 @@ class Keystroke:
     latency_ms: float
     expected: str
     """The rest of the real line: what a perfect suggestion would be."""
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 async def run_session(url: str, first_chunk_timeout_ms: int) -> list[Keystroke]:

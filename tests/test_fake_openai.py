@@ -18,18 +18,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with or withou
 from fake_openai import FakeBackend, FakeBackendError, plan_chunks
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[FakeBackend]:
-    with FakeBackend() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(backend: FakeBackend) -> FakeBackend:
-    backend.reset()
-    return backend
-
-
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=5.0, trust_env=False) as c:

@@ -9,7 +9,6 @@ working: the next keystroke's request gets the model's text.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from server.local_vllm import free_port
 
 TOTAL_TIMEOUT_S = 3.0  # fast_settings' totalTimeoutMs
 HANG_GUARD_S = TOTAL_TIMEOUT_S + 2.0  # a request must never take longer: not a speed test
@@ -202,13 +203,6 @@ async def test_a_long_stall_is_cut_by_the_total_timeout_and_hung_up(
     assert "completion took longer than 3000 ms" in logs(vscode)
     assert f"(kept {len(kept)} of " in logs(vscode)
     assert await timed_suggestion(vscode, uri, position) == BLOCK_SUGGESTION
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_a_backend_that_comes_up_late_is_used_once_it_is_up(

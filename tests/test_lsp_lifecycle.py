@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -11,18 +10,14 @@ from conftest import fast_settings
 from fake_openai import FakeBackend
 from lsp_helpers import RawPipe, spawned_server
 
+from server.local_vllm import free_port
+
 INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
 
 
 async def request(pipe: RawPipe, msg_id: int, method: str, params: Any) -> dict[str, Any]:
     pipe.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
     return await pipe.reply(msg_id)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_shutdown_then_exit_ends_the_process_with_code_0() -> None:

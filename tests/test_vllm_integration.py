@@ -23,9 +23,10 @@ from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from server.complete import CursorContext, plan_request
+from server.config import CompletionSettings
 from server.local_vllm import headstart_home, start_local_vllm
-from server.prompt import qwen_fim_prompt
-from server.stops import analyse_cursor, apply_stops
+from server.stops import apply_stops
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]  # vLLM's start counts too
 
@@ -58,27 +59,20 @@ async def editor(lsp_client: LanguageClient, vllm_url: str, workspace: Path) -> 
 
 def direct_completion(url: str, text: str, offset: int, file_path: str) -> str:
     """vLLM's own answer for the prompt the server builds, cut by the same stop rules."""
-    prefix, suffix = text[:offset], text[offset:]
-    shape = analyse_cursor(prefix, suffix)
-    prompt = qwen_fim_prompt(
-        prefix,
-        suffix,
-        repo_name="sample_project",
-        file_path=file_path,
-        prefix_chars=6000,
-        suffix_chars=1500,
+    request, shape = plan_request(
+        CursorContext(text, offset, file_path, "sample_project"), CompletionSettings()
     )
     model = httpx.get(f"{url}/models", timeout=10).json()["data"][0]["id"]
     response = httpx.post(
         f"{url}/completions",
         json={
             "model": model,
-            "prompt": prompt.text,
-            "temperature": 0.0,
+            "prompt": request.prompt,
+            "temperature": request.temperature,
             "stream": False,
-            "max_tokens": 64 if shape.mode.value == "line" else 128,
-            "stop": list(prompt.stop),
-            "stop_token_ids": list(prompt.stop_token_ids),
+            "max_tokens": request.max_tokens,
+            "stop": list(request.stop),
+            "stop_token_ids": list(request.stop_token_ids),
         },
         timeout=120,
     )
