@@ -145,6 +145,13 @@ class ProjectIndex:
         self.graph = graph
         return changed
 
+    def outline(self, path: str) -> Outline | None:
+        """The outline of `path`, or None for a file without one or not in the index.
+
+        Callers use this, never `FileRecord.outline`: outlines may be loaded lazily."""
+        record = self.records.get(path)
+        return record.outline if record is not None else None
+
     def related(self, path: str, limit: int = 20) -> list[str]:
         """Files most likely to matter when editing `path`, best first: the rest of its
         directory (package), its direct dependencies, second-hop dependencies, then the
