@@ -15,7 +15,6 @@ from typing import Final
 
 from cache.model import ImportSpec
 
-
 _NOISE: Final = re.compile(
     rb'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:"""|\Z)'
     rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)"
@@ -35,7 +34,13 @@ _CONTINUED_LINE: Final = re.compile(rb"\\\r?\n")
 _GAP: Final = rb"(?:[ \t]|\\\r?\n)"
 """Blanks within one statement: spaces, tabs and backslash continuations."""
 _FROM: Final = re.compile(
-    rb"from" + _GAP + rb"*([.\w\x80-\xff]+(?:" + _GAP + rb"*[.\w\x80-\xff]+)*?)" + _GAP + rb"*\bimport\b"
+    rb"from"
+    + _GAP
+    + rb"*([.\w\x80-\xff]+(?:"
+    + _GAP
+    + rb"*[.\w\x80-\xff]+)*?)"
+    + _GAP
+    + rb"*\bimport\b"
 )
 _AFTER_GAP: Final = re.compile(_GAP + rb"*")
 _BLANKS: Final = re.compile(rb"\s+")
