@@ -1,12 +1,17 @@
-"""Project cache on a large workspace: cold index, warm start, memory, store size, and the
-"related files for the active file" query.
+"""Project cache on a large workspace: cold index, warm start, memory, store size, the
+"related files for the active file" query, outlines on demand and single-file updates.
 
     benchmarks/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists
     python benchmarks/cache_bench.py /tmp/bigws
 
 Cold and warm runs are separate `headstart index` processes, so their time includes
-start-up and their peak RSS is their own. In the same run, a scan-and-hash pass (no
-parsing) is the baseline the cold index is compared with.
+start-up and their peak RSS is their own (worker processes included: the largest one).
+In the same run, a scan-and-hash pass (no parsing) is the baseline the cold index is
+compared with, and the load average before and after says how busy the machine was.
+
+Updates are measured the way the server makes them: editor buffers (`persist=False`) of
+random mid-size Python files, then one file created and deleted on disk (and gone again
+when the benchmark ends).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +52,7 @@ def timed_index(workspace: Path, cache: Path) -> tuple[float, float, str]:
     seconds = time.perf_counter() - started
     if status != 0:
         raise RuntimeError(f"headstart index failed ({status}): {summary}")
-    return seconds, usage.ru_maxrss / 1024, summary
+    return seconds, usage.ru_maxrss / 1024, summary.split(" at ")[0]
 
 
 def scan_and_hash(workspace: Path) -> tuple[float, int]:
@@ -58,11 +64,28 @@ def scan_and_hash(workspace: Path) -> tuple[float, int]:
     return time.perf_counter() - started, files
 
 
+def milliseconds(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return (time.perf_counter() - started) * 1000
+
+
+def spread(values: list[float]) -> str:
+    return f"p50 {statistics.median(values):.2f} ms, p99 {percentile(values, 99):.2f} ms"
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--queries", type=int, default=5000)
+    parser.add_argument("--updates", type=int, default=200)
     args = parser.parse_args()
+    rng = random.Random(7)
+    before = load()
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
         baseline_s, files = scan_and_hash(args.workspace)
@@ -72,24 +95,68 @@ def main() -> int:
         index = ProjectIndex(args.workspace, cache_dir=cache)
         index.build()
         paths = sorted(index.records)
-        rng = random.Random(7)
-        latencies = []
-        for path in (rng.choice(paths) for _ in range(args.queries)):
-            started = time.perf_counter()
-            index.related(path, limit=20)
-            latencies.append((time.perf_counter() - started) * 1000)
-        index.close()
+        related = [
+            milliseconds(lambda: index.related(rng.choice(paths))) for _ in range(args.queries)
+        ]
 
-    print(f"workspace {args.workspace}: {files} indexable files")
+        python = [
+            p for p in paths if p.endswith(".py") and 2_000 <= index.records[p].size <= 40_000
+        ]
+        sample = rng.sample(python, min(args.updates, len(python)))
+        parsed = [milliseconds(lambda p=p: index.outline(p)) for p in sample]  # made now
+        cached = [milliseconds(lambda p=p: index.outline(p)) for p in sample[-50:]]  # LRU
+        first_update = milliseconds(
+            lambda: index.update_file(sample[0], (args.workspace / sample[0]).read_bytes() + b"\n")
+        )
+        updates = []
+        for path in sample:
+            data = (
+                args.workspace / path
+            ).read_bytes() + b"\nimport json\n\ndef added() -> None: ...\n"
+            updates.append(
+                milliseconds(lambda p=path, d=data: index.update_file(p, d, persist=False))
+            )
+        for path in sample:  # the disk wins again
+            index.update_file(path)
+        created = args.workspace / Path(sample[0]).parent / "_headstart_bench_new.py"
+        relative = created.relative_to(args.workspace).as_posix()
+        try:
+            created.write_text("import os\n\ndef new() -> None: ...\n")
+            create_ms = milliseconds(lambda: index.update_file(relative))
+            created.unlink()
+            delete_ms = milliseconds(lambda: index.update_file(relative))
+            created.write_text("import os\n\ndef new() -> None: ...\n")
+            create_again_ms = milliseconds(lambda: index.update_file(relative))
+        finally:
+            created.unlink(missing_ok=True)
+            index.remove_file(relative)
+        index.close()  # saves the outlines made on demand
+
+        index = ProjectIndex(args.workspace, cache_dir=cache)
+        index.build()
+        stored = [milliseconds(lambda p=p: index.outline(p)) for p in sample]
+        index.close()
+    after = load()
+
+    print(f"workspace {args.workspace}: {files} indexable files; {before} before, {after} after")
     print(f"cold index:  {cold_s:6.2f} s, peak RSS {cold_mb:6.0f} MB   ({cold_line})")
     print(f"warm start:  {warm_s:6.2f} s, peak RSS {warm_mb:6.0f} MB   ({warm_line})")
     print(
         f"baseline scan + read + hash, no parsing: {baseline_s:.2f} s "
         f"(cold index = {cold_s / baseline_s:.1f}x, warm start = {warm_s / baseline_s:.1f}x)"
     )
+    print(f"related files query ({args.queries} random files, top 20): {spread(related)}")
     print(
-        f"related files query ({args.queries} random files, top 20): "
-        f"p50 {statistics.median(latencies):.3f} ms, p99 {percentile(latencies, 99):.3f} ms"
+        f"outline() of {len(sample)} Python files of 2-40 KB: made on first use {spread(parsed)}; "
+        f"from the LRU {spread(cached)}; from the store in the next session {spread(stored)}"
+    )
+    print(
+        f"update_file, editor buffer of one of those files (persist=False): {spread(updates)}; "
+        f"the first update after start {first_update:.1f} ms (builds the resolver)"
+    )
+    print(
+        f"update_file, a new file on disk {create_ms:.1f} ms (the first one builds the import "
+        f"token index), deleted {delete_ms:.1f} ms, created again {create_again_ms:.1f} ms"
     )
     return 0
 
