@@ -8,6 +8,7 @@ pack's spelling: C# is "csharp" (not "c_sharp"), Objective-C is "objc".
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import PurePath
 
 _EXTENSIONS: dict[str, str] = {
@@ -378,6 +379,7 @@ def language_for(path: PurePath, first_line: bytes = b"") -> str | None:
     return language_for_name(path.name) or language_from_shebang(first_line)
 
 
+@lru_cache(maxsize=8192)
 def language_for_name(name: str) -> str | None:
     """The language a file name tells by itself: an exact name, a family of names, or an
     extension. Cheap enough to call on every file of a scan before reading anything."""

@@ -25,7 +25,7 @@ from fnmatch import translate
 from functools import lru_cache, partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 import pathspec
 
@@ -78,6 +78,8 @@ def _name_matcher(patterns: Iterable[str]) -> re.Pattern[str]:
 
 _SECRET_NAME = _name_matcher(SECRET_NAME_PATTERNS)
 _GENERATED_NAME = _name_matcher(GENERATED_NAME_PATTERNS)
+_SECRET_OR_GENERATED = _name_matcher(SECRET_NAME_PATTERNS + GENERATED_NAME_PATTERNS)
+"""Most names are neither: one match says so for both."""
 _NAMED_GROUP = re.compile(r"\(\?P<[^>]*>")
 _NAME = attrgetter("name")
 
@@ -119,9 +121,9 @@ class ScanSettings:
     """Follow links to files and directories, but only to targets inside the root."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScannedFile:
-    """A file worth indexing, with what the scan learned about it without reading it."""
+class ScannedFile(NamedTuple):
+    """A file worth indexing, with what the scan learned about it without reading it.
+    (A named tuple: a scan makes one per file, three times faster than a dataclass.)"""
 
     root: Path
     path: str
@@ -193,7 +195,11 @@ class _IgnoreRules:
 
     @classmethod
     def parse(cls, base: str, lines: Iterable[str]) -> _IgnoreRules | None:
-        spec = pathspec.GitIgnoreSpec.from_lines(_valid_patterns(lines))
+        lines = list(lines)
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        except ValueError:  # compile the lines one by one only to find the malformed ones
+            spec = pathspec.GitIgnoreSpec.from_lines(_valid_patterns(lines))
         regexes = [
             str(p.regex.pattern)
             for p in spec.patterns
@@ -314,9 +320,9 @@ def _name_skip(
 ) -> tuple[SkipReason | None, str | None]:
     """Why a file is left out by its name or the ignore rules (or None), and the language
     its name tells (None: maybe a shebang says)."""
-    if _SECRET_NAME.match(name):
-        return SkipReason.SECRET, None
-    if _GENERATED_NAME.match(name):
+    if _SECRET_OR_GENERATED.match(name):
+        if _SECRET_NAME.match(name):
+            return SkipReason.SECRET, None
         return SkipReason.GENERATED, None
     language = language_for_name(name)
     if language is None and has_extension(name):
@@ -389,8 +395,10 @@ def scan(
     *,
     other_roots: Collection[Path] = (),
     known: Mapping[str, KnownFile] | None = None,
+    ordered: bool = True,
 ) -> Iterator[ScannedFile]:
-    """The files under `root` worth indexing, depth first in name order.
+    """The files under `root` worth indexing, depth first in name order (or in the order
+    the file system lists them, a little faster, when not `ordered`).
 
     `report`, when given, is filled in as the walk goes. Directories in `other_roots` (the
     other workspace folders) are left to their own scan. A file in `known` (by relative
@@ -426,7 +434,7 @@ def scan(
         directory = pending.pop()
         try:
             with os.scandir(directory.path) as listing:
-                entries = sorted(listing, key=_NAME)
+                entries = sorted(listing, key=_NAME) if ordered else list(listing)
         except OSError as error:
             log.debug("Cannot list %s: %s", directory.path, error)
             skip_dir(SkipReason.UNREADABLE)

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -58,6 +58,8 @@ _CHECKSUM_BYTES = 8
 _LOCK_TIMEOUT_S = 30.0
 """How long a save or load waits for another process's transaction before giving up."""
 _MODE_RAW = diskcache.core.MODE_RAW
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 _INLINE_VALUE_LIMIT = 1 << 30
 """Keep every value inside the SQLite file: no side files for diskcache to read by name."""
 
@@ -159,9 +161,19 @@ def _decode_records(entries: list[tuple[str, object]]) -> dict[str, FileRecord]:
     """The records of (path, blob) entries. Every field of every record is checked for its
     type, in C-speed passes over all records at once (checking each record in Python cost
     half of a warm start's load)."""
+    checksum = xxhash.xxh3_64_digest
     states = []
     for path, blob in entries:
-        state = _PlainUnpickler(io.BytesIO(_payload(f"record of {path!r}", blob))).load()
+        if (
+            not isinstance(blob, bytes)
+            or len(blob) <= _CHECKSUM_BYTES
+            or checksum(memoryview(blob)[_CHECKSUM_BYTES:]) != blob[:_CHECKSUM_BYTES]
+        ):
+            _payload(f"record of {path!r}", blob)  # raises, saying what is wrong
+            raise _StoreCorrupt(f"the record of {path!r} is damaged")
+        stream = io.BytesIO(blob)  # shares the bytes, no copy
+        stream.seek(_CHECKSUM_BYTES)
+        state = _PlainUnpickler(stream).load()
         if type(state) is not tuple or len(state) != 7:
             raise _StoreCorrupt(f"the record of {path!r} is not a record")
         states.append(state)
@@ -191,15 +203,12 @@ def _well_typed(states: list[tuple[Any, ...]]) -> bool:
     ):
         return False
     specs = list(chain.from_iterable(imports))
-    if not specs:
-        return True
-    if not (_types(specs) <= {tuple} and set(map(len, specs)) == {2}):
-        return False
-    modules, names = zip(*specs, strict=True)
-    return (
-        _types(modules) <= {str}
-        and _types(names) <= {tuple}
-        and _types(chain.from_iterable(names)) <= {str}
+    return not specs or (
+        _types(specs) <= {tuple}
+        and set(map(len, specs)) == {2}
+        and _types(map(_FIRST, specs)) <= {str}
+        and _types(map(_SECOND, specs)) <= {tuple}
+        and _types(chain.from_iterable(map(_SECOND, specs))) <= {str}
     )
 
 
