@@ -125,6 +125,7 @@ class ProjectIndex:
         self._unsaved_outlines: list[tuple[str, str, Outline]] = []
         self._outline_lock = threading.RLock()
         self._worker: ProcessPoolExecutor | None = None
+        self._closed = False
 
     # ------------------------------------------------------------------ build
 
@@ -482,6 +483,9 @@ class ProjectIndex:
         return list(ranked)[:limit]
 
     def close(self) -> None:
+        """Save the outlines made on demand and let go of the store and the worker process.
+        The records, graph and cached outlines stay readable."""
+        self._closed = True
         with self._outline_lock:
             self._flush_outlines()
         if self._worker is not None:
@@ -497,6 +501,8 @@ class ProjectIndex:
             return None
         if trusted(language):
             return parse_outline(data, language)
+        if self._closed:
+            return None  # no worker process is started after close
         for _ in range(2):  # a worker that died (of an earlier file) is started again once
             if self._worker is None:
                 self._worker = ProcessPoolExecutor(1, mp_context=_SPAWN)
@@ -566,19 +572,22 @@ def _gc_paused() -> Iterator[None]:
 
 def _in_workers(jobs: list[Job]) -> Iterator[Facts]:
     """Index in spawned workers, chunk by chunk; when a worker dies, redo the rest of the
-    broken chunk one file at a time to find the file that killed it."""
+    broken chunk one file at a time to find the file that killed it. A build that stops
+    early (its progress callback raised) cancels the chunks not started."""
     workers = max(1, min(os.cpu_count() or 1, 8))
     chunks = [jobs[i : i + CHUNK] for i in range(0, len(jobs), CHUNK)]
     done = 0
     while done < len(chunks):
-        with ProcessPoolExecutor(workers, mp_context=_SPAWN) as pool:
+        pool = ProcessPoolExecutor(workers, mp_context=_SPAWN)
+        try:
             futures = [pool.submit(_index_many, chunk) for chunk in chunks[done:]]
-            try:
-                for future in futures:
-                    yield from future.result()
-                    done += 1
-            except BrokenProcessPool:
-                pass
+            for future in futures:
+                yield from future.result()
+                done += 1
+        except BrokenProcessPool:
+            pass
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         if done < len(chunks):
             yield from _one_by_one(chunks[done])
             done += 1

@@ -464,6 +464,7 @@ class ProjectStore:
                 error,
             )
             return None
+        self._discard_older_schemas()
         cache = None
         reason = _distrust(self._path)
         if reason is None:
@@ -481,6 +482,24 @@ class ProjectStore:
                     return None
                 reason = f"it cannot be read ({error})"
         return self._rebuild(cache, reason)
+
+    def _discard_older_schemas(self) -> None:
+        """Stores of this root under an older schema are never opened again: remove them
+        (a v1 store of a large workspace held 236 MB), one log line each."""
+        stem, _, _ = self._path.name.rpartition("-v")
+        try:
+            siblings = list(os.scandir(self._path.parent))
+        except OSError:
+            return
+        for entry in siblings:
+            name, _, version = entry.name.rpartition("-v")
+            if name != stem or not version.isdigit() or int(version) >= SCHEMA_VERSION:
+                continue
+            if _distrust(Path(entry.path)) is not None:
+                continue  # not ours to remove
+            log.warning("Removing the project cache %s of an older schema", entry.path)
+            with contextlib.suppress(OSError):
+                _discard(Path(entry.path))
 
     def _rebuild(self, cache: diskcache.Cache | None, reason: str) -> diskcache.Cache | None:
         """Discard the store (logging the one warning that says why) and start an empty one."""

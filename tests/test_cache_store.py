@@ -422,3 +422,25 @@ def test_digest_and_change_detection(tmp_path: Path) -> None:
     assert changed(known, FileStat(stat_now.size, stat_now.mtime_ns + 1))
     os.utime(path, ns=(0, stat_now.mtime_ns + 1_000_000_000))
     assert changed(known, FileStat.from_path(path))
+
+
+def test_stores_of_older_schemas_are_removed(
+    workspace: Path, cache_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    current = project_store_dir(workspace, cache_root)
+    stem = current.name.rpartition("-v")[0]
+    older = current.with_name(f"{stem}-v{SCHEMA_VERSION - 1}")
+    newer = current.with_name(f"{stem}-v{SCHEMA_VERSION + 1}")
+    other_root = current.with_name(f"{'0' * 16}-v{SCHEMA_VERSION - 1}")
+    for folder in (older, newer, other_root):
+        (folder / "cache.db").parent.mkdir(parents=True, mode=0o700)
+        (folder / "cache.db").write_bytes(b"old")
+        os.chmod(folder, 0o700)
+    with (
+        caplog.at_level(logging.WARNING, logger="cache.store"),
+        ProjectStore(workspace, cache_root) as store,
+    ):
+        store.save({"a.py": record("a.py")})
+    assert not older.exists()
+    assert newer.exists() and other_root.exists()  # a newer server's, another root's
+    assert len(discard_warnings(caplog)) == 1
