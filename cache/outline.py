@@ -1099,6 +1099,8 @@ def _rust_item(
     start = _signature_start(node)
     if body is not None and body.type in _RUST_BRACED_BODIES:
         signature = outliner.header(start, body.start_byte)
+    elif body is None and node.type == "mod_item":  # `mod name;`: its file is elsewhere
+        signature = outliner.first_line(start, node.end_byte, trailing=b"")
     else:
         signature = outliner.first_line(start, node.end_byte)
     qualified = prefix + name

@@ -277,3 +277,69 @@ def test_outlines_are_loaded_on_demand_and_match_a_cold_build(
         ("Item.price", None),
     ]
     again.close()
+
+
+LANGUAGES = {
+    "java": (
+        {"src/com/shop/App.java": "package com.shop;\nimport com.shop.util.*;\n"
+         "import com.shop.model.Item;\npublic class App {}\n"},
+        {"src/com/shop/util/Strings.java": "package com.shop.util;\npublic class Strings {}\n",
+         "src/com/shop/model/Item.java": "package com.shop.model;\npublic class Item {}\n"},
+        "src/com/shop/App.java",
+    ),
+    "go": (
+        {"go.mod": "module example.com/shop\n",
+         "main.go": 'package main\nimport "example.com/shop/util"\nfunc main() {}\n'},
+        {"util/strings.go": "package util\nfunc Up() {}\n"},
+        "main.go",
+    ),
+    "rust": (
+        {"src/lib.rs": "mod util;\nuse crate::model::Item;\n"},
+        {"src/util.rs": "pub fn f() {}\n", "src/model/mod.rs": "pub struct Item;\n"},
+        "src/lib.rs",
+    ),
+    "typescript": (
+        {"web/main.ts": "import { x } from './lib';\nimport { y } from '@app/y';\n"},
+        {"web/lib/index.ts": "export const x = 1;\n", "web/y.ts": "export const y = 2;\n",
+         "tsconfig.json": '{"compilerOptions": {"baseUrl": ".", "paths": {"@app/*": ["web/*"]}}}'},
+        "web/main.ts",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_new_files_resolve_imports_in_every_language(tmp_path: Path, language: str) -> None:
+    before, added, importer = LANGUAGES[language]
+    root = tmp_path / "project"
+    for path, text in before.items():
+        write(root, path, text)
+    index = ProjectIndex(root, cache_dir=tmp_path / "cache")
+    index.build()
+    assert index.records[importer].depends_on == ()
+    for path, text in added.items():
+        write(root, path, text)
+        assert index.update_file(path) is True
+    assert set(index.records[importer].depends_on) == set(added) - {"tsconfig.json"}
+    assert_as_if_built_afresh(index, tmp_path)
+    for path in added:
+        (root / path).unlink()
+        assert index.update_file(path) is True
+    assert index.records[importer].depends_on == ()
+    assert_as_if_built_afresh(index, tmp_path)
+    index.close()
+
+
+def test_a_warm_build_applies_changes_made_while_no_server_ran(
+    index: ProjectIndex, project: Path, tmp_path: Path
+) -> None:
+    write(project, "tools/helper.py", "def helps() -> bool:\n    return True\n")
+    (project / "shop" / "pricing.py").unlink()
+    write(project, "shop/__init__.py", "from shop.report import Item\n")
+    write(project, "web/util.ts", "export const util = 1;\n")
+    again = warm(index)
+    assert again.records["app.py"].depends_on == (
+        "shop/__init__.py", "shop/report.py", "tools/helper.py",
+    )  # fmt: skip
+    assert again.records["web/app.ts"].depends_on == ("web/util.ts",)
+    assert_as_if_built_afresh(again, tmp_path)
+    again.close()
