@@ -283,7 +283,8 @@ class ProjectIndex:
         rules leave out (ignored, too large, binary, ...) is dropped from the index.
 
         Re-outlines it, re-resolves its imports, and re-resolves the files whose imports may
-        now resolve differently. Returns whether its outline or dependencies changed.
+        now resolve differently. Returns whether its outline or dependencies changed (True
+        also when the old outline was never made, so cannot be compared).
         """
         checked = check_file(self.root, path, self.scan_settings, data)
         if isinstance(checked, SkipReason):
@@ -320,10 +321,10 @@ class ProjectIndex:
         changed = self._resolve(self._apply(path, record))
         record = self.records[path]
         with self._outline_lock:
-            if saves:
+            if from_disk or saves:
                 self._buffers.pop(path, None)
                 self._remember(path, fingerprint, outline)
-            else:
+            else:  # an unsaved buffer: kept apart, so that it is never saved
                 self._buffers[path] = outline
                 self._outlines.pop(path, None)
         if saves:
