@@ -28,6 +28,7 @@ from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
+from server.sync import WorkspaceSync
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
@@ -50,6 +51,7 @@ class HeadstartServer(LanguageServer):
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
         self.project = ProjectCache()
+        self.sync = WorkspaceSync(self.project)
         self._indexing: asyncio.Task[None] | None = None
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
@@ -114,7 +116,33 @@ class HeadstartServer(LanguageServer):
                     token, types.WorkDoneProgressEnd(message=f"{files} files indexed")
                 )
 
+    async def watch_files(self) -> None:
+        """Ask the editor to report file changes on disk, where it can register that."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if not (watched and watched.dynamic_registration):
+            log.info(
+                "the editor cannot watch files for Headstart; files changed outside it are "
+                "re-read at the next start"
+            )
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+        )
+        registration = types.Registration(
+            id=f"headstart-watch-{uuid.uuid4()}",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=options,
+        )
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(registrations=[registration])
+            )
+        except Exception as exc:
+            log.warning("the editor refused to watch files for Headstart: %s", exc)
+
     async def stop_indexing(self) -> None:
+        self.sync.close()
         self.project.stop()
         if self._indexing is not None and not self._indexing.done():
             self._indexing.cancel()
@@ -143,6 +171,8 @@ class HeadstartServer(LanguageServer):
             return None
         offset = checked_offset(document, position)
         path = uri_to_path(uri)
+        if path is not None and path != self.project.active:
+            self.project.activate(path)
         roots = self.workspace_roots()
         return CursorContext(
             text=document.source,
@@ -240,6 +270,7 @@ def initial_options(options: object) -> dict[str, Any]:
 async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
     await pull_configuration(ls)
     ls.start_indexing()
+    await ls.watch_files()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -272,9 +303,42 @@ async def pull_configuration(ls: HeadstartServer) -> None:
         log.error("the %r settings section must be an object, got %r", SECTION, section)
 
 
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.opened(path, params.text_document.text)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: HeadstartServer, params: types.DidChangeTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    document = ls.workspace.text_documents.get(unquote(params.text_document.uri))
+    if path is not None and document is not None:
+        ls.sync.changed(path, document.source)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.saved(path)
+
+
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.closed(path)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(
+    ls: HeadstartServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    paths = [uri_to_path(change.uri) for change in params.changes]
+    ls.sync.disk_changed([path for path in paths if path is not None])
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())

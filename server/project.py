@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cache.index import IndexSummary, ProjectIndex
+from cache.queue import FileQueue
 
 log = logging.getLogger(__name__)
 
@@ -21,10 +22,12 @@ Report = Callable[[str, int], None]
 
 
 class ProjectCache:
-    """One ProjectIndex per workspace root."""
+    """One ProjectIndex per workspace root, and its queue of files kept warm."""
 
     def __init__(self) -> None:
         self.indexes: dict[Path, ProjectIndex] = {}
+        self.queues: dict[Path, FileQueue] = {}
+        self.active: Path | None = None
         self.ready = asyncio.Event()
         self._stopping = threading.Event()
 
@@ -48,6 +51,7 @@ class ProjectCache:
                 log.exception("indexing %s failed; completions go on without it", root)
                 continue
             self.indexes[root] = index
+            self.queues[root] = FileQueue(index)
             log.info(
                 "indexed %s: %d files, %d import edges, %d outlined, %d unchanged, in %.2f s",
                 root,
@@ -58,6 +62,25 @@ class ProjectCache:
                 summary.seconds,
             )
         self.ready.set()
+        if self.active is not None:
+            self.activate(self.active)
+
+    def locate(self, path: Path) -> tuple[ProjectIndex, FileQueue, str] | None:
+        """The index and queue of the root holding `path`, and its path relative to it."""
+        for candidate in (path, path.resolve()):
+            for root, index in self.indexes.items():
+                if candidate.is_relative_to(index.root):
+                    relative = candidate.relative_to(index.root).as_posix()
+                    return index, self.queues[root], relative
+        return None
+
+    def activate(self, path: Path) -> None:
+        """Make `path` the active file: its root's queue is re-ranked around it."""
+        self.active = path
+        found = self.locate(path)
+        if found is not None:
+            _, queue, relative = found
+            queue.activate(relative)
 
     def stop(self) -> None:
         """Make a build in progress give up at its next progress report."""
