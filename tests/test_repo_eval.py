@@ -45,7 +45,7 @@ def make_task_set(out: Path) -> dict[str, Any]:
     (package / "util.py").write_text(UTIL)
     (package / "main.py").write_text(MAIN)
     cursor = MAIN.index("helper(x, 2)")
-    task = {
+    task: dict[str, Any] = {
         "task_id": "tinypkg-0.1/tinypkg/main.py:4:13",
         "package": "tinypkg",
         "version": "0.1",
