@@ -235,8 +235,9 @@ class TokenCounter:
 def find_tokenizer_file(
     setting: str | None, model_name: str | None, environ: Mapping[str, str] | None = None
 ) -> tuple[Path, str] | None:
-    """The tokenizer.json to use and why, or None: the setting, a local model folder,
-    then the Hugging Face cache. Never downloads."""
+    """The tokenizer.json to use and why, or None: the setting (a .json file or a folder
+    holding tokenizer.json), the model name when it is an absolute folder path, then the
+    Hugging Face cache. Never downloads."""
     environ = os.environ if environ is None else environ
     if setting:
         found = _tokenizer_at(Path(setting).expanduser())
@@ -244,7 +245,8 @@ def find_tokenizer_file(
             return found, "completion.tokenizer"
         log.warning("completion.tokenizer %r has no %s; looking elsewhere", setting, TOKENIZER_FILE)
     if model_name:
-        found = _tokenizer_at(Path(model_name).expanduser())
+        folder = Path(model_name).expanduser()  # relative: another process's folder
+        found = _tokenizer_at(folder) if folder.is_absolute() else None
         if found is not None:
             return found, "the model's folder"
         found = _hf_cache_tokenizer(model_name, environ)
@@ -284,7 +286,7 @@ def _load_tokenizer(path: str, mtime_ns: int) -> Tokenizer:
 
 def _tokenizer_at(path: Path) -> Path | None:
     try:
-        if path.is_file() and path.name == TOKENIZER_FILE:
+        if path.suffix == ".json" and path.is_file():
             return path
         candidate = path / TOKENIZER_FILE
         return candidate if candidate.is_file() else None

@@ -151,6 +151,9 @@ def test_setting_as_a_folder_or_as_the_file(
         assert counter.exact and counter.source == str(path)
         assert counter.count("def f") == len(Tokenizer.from_file(str(path)).encode("def f").ids)
     assert f"tokenizer {path} (from completion.tokenizer)" in caplog.text
+    renamed = tmp_path / "coder-tokenizer.json"
+    renamed.write_bytes(path.read_bytes())
+    assert load_token_counter(str(renamed), None, environ={}).source == str(renamed)
 
 
 def test_model_name_that_is_a_local_folder(tmp_path: Path) -> None:
@@ -199,3 +202,13 @@ def test_count_cache_is_bounded_and_keeps_recent_entries() -> None:
         assert counts.get(key) == key * 2
     assert len(counts) <= 100
     assert counts.get(999) == 1998 and counts.get(0) is None
+
+
+def test_a_relative_model_name_is_not_read_as_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served name like "qwen2.5-coder" is no path of ours, whatever folder we run in."""
+    save_tiny_tokenizer(tmp_path / "qwen2.5-coder")
+    monkeypatch.chdir(tmp_path)
+    assert find_tokenizer_file(None, "qwen2.5-coder", environ={"HF_HOME": str(tmp_path)}) is None
+    assert find_tokenizer_file("qwen2.5-coder", None, environ={}) is not None  # a setting is
