@@ -69,16 +69,29 @@ def path_comment(path: str) -> str:
     return f"{_LINE_COMMENTS.get(extension, '#')} {path}\n"
 
 
+def _comment_snippet(path: str, text: str) -> str:
+    """Another file for families without file tokens: path comment, text, blank line."""
+    return f"{path_comment(path)}{_with_newline(text)}\n"
+
+
 def _files_as_comments(snippets: Snippets, file_path: str) -> str:
     """Other files as path comment + text, then the current file's path comment."""
-    parts = [f"{path_comment(path)}{_with_newline(text)}\n" for path, text in snippets]
+    parts = [_comment_snippet(path, text) for path, text in snippets]
     parts.append(path_comment(file_path))
     return "".join(parts)
 
 
+def _qwen_snippet(path: str, text: str) -> str:
+    return f"<|file_sep|>{path}\n{_with_newline(text)}"
+
+
+def _starcoder2_snippet(path: str, text: str) -> str:
+    return f"<file_sep>{path}\n{_with_newline(text)}"
+
+
 def _qwen(repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str) -> str:
     # Format of QwenLM/Qwen2.5-Coder examples/Qwen2.5-Coder-repolevel-fim.py.
-    files = "".join(f"<|file_sep|>{path}\n{_with_newline(text)}" for path, text in snippets)
+    files = "".join(_qwen_snippet(path, text) for path, text in snippets)
     return (
         f"<|repo_name|>{repo_name}\n{files}<|file_sep|>{file_path}\n"
         f"<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
@@ -91,7 +104,7 @@ def _starcoder2(
     # StarCoder2 paper (arXiv 2402.19173, section 5.1): "<repo_name>reponame<file_sep>
     # filepath0\ncode0<file_sep><fim_prefix>filepath1\ncode1_pre<fim_suffix>code1_suf
     # <fim_middle>code1_mid<file_sep>…<|endoftext|>".
-    files = "".join(f"<file_sep>{path}\n{_with_newline(text)}" for path, text in snippets)
+    files = "".join(_starcoder2_snippet(path, text) for path, text in snippets)
     return (
         f"<repo_name>{repo_name}{files}<file_sep><fim_prefix>{file_path}\n"
         f"{prefix}<fim_suffix>{suffix}<fim_middle>"
@@ -141,6 +154,7 @@ class PromptTemplate:
 
     family: str
     render_fn: Render
+    snippet_fn: Callable[[str, str], str]
     stop: tuple[str, ...]
     """Stop strings, at most four (OpenAI-compatible servers refuse more)."""
     stop_tokens: tuple[str, ...]
@@ -160,6 +174,15 @@ class PromptTemplate:
     ) -> str:
         """The prompt text: header, snippets in the order given, then the current file."""
         return self.render_fn(repo_name, snippets, file_path, prefix, suffix)
+
+    def snippet(self, path: str, text: str) -> str:
+        """The exact text one snippet adds to `render`'s output (for its token cost).
+
+        The rest of a prompt (header, markers, the current file's path) costs
+        `count(render(..., prefix="", suffix=""))`, which stays cached while the snippets
+        do not change; prefix and suffix add about their own `count_lines`.
+        """
+        return self.snippet_fn(path, text)
 
     def prompt(
         self,
@@ -195,6 +218,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         PromptTemplate(
             "qwen",
             _qwen,
+            _qwen_snippet,
             stop=("<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|im_end|>"),
             stop_tokens=(
                 "<|endoftext|>",
@@ -223,6 +247,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         PromptTemplate(
             "starcoder2",
             _starcoder2,
+            _starcoder2_snippet,
             stop=("<|endoftext|>", "<file_sep>", "<fim_prefix>", "<repo_name>"),
             stop_tokens=(
                 "<|endoftext|>",
@@ -237,12 +262,14 @@ TEMPLATES: dict[str, PromptTemplate] = {
         PromptTemplate(
             "deepseek",
             _deepseek,
+            _comment_snippet,
             stop=(_DS_EOS, _DS_BEGIN, _DS_HOLE, _DS_END),
             stop_tokens=(_DS_EOS, _DS_BEGIN, _DS_HOLE, _DS_END, "<|EOT|>"),
         ),
         PromptTemplate(
             "codellama",
             _codellama,
+            _comment_snippet,
             stop=("<EOT>", "</s>", "<PRE>", "<SUF>"),
             # tokenizer.json spells the sentinels with SentencePiece's space mark.
             stop_tokens=("▁<EOT>", "</s>", "▁<PRE>", "▁<SUF>", "▁<MID>", "<EOT>"),
@@ -250,6 +277,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         PromptTemplate(
             "codestral",
             _codestral,
+            _comment_snippet,
             stop=("</s>", "[PREFIX]", "[SUFFIX]", "[MIDDLE]"),
             stop_tokens=("</s>", "[PREFIX]", "[SUFFIX]", "[MIDDLE]"),
         ),

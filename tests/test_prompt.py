@@ -74,6 +74,20 @@ def test_golden_prompt_with_two_snippets(family: str) -> None:
     assert text == GOLDEN[family]
 
 
+@pytest.mark.parametrize("family", sorted(TEMPLATES))
+def test_snippet_text_is_exactly_what_render_adds(family: str) -> None:
+    template = TEMPLATES[family]
+    text = template.render(
+        repo_name="demo", snippets=SNIPPETS, file_path="pkg/app.py", prefix=PREFIX, suffix=SUFFIX
+    )
+    pieces = "".join(template.snippet(path, snippet) for path, snippet in SNIPPETS)
+    assert pieces in text
+    rest = text.replace(pieces, "", 1)
+    if family in ("codellama", "codestral"):  # they name the current file only after others
+        rest = rest.replace(path_comment("pkg/app.py"), "", 1)
+    assert rest == WITHOUT_SNIPPETS[family]
+
+
 @pytest.mark.parametrize("family", sorted(WITHOUT_SNIPPETS))
 def test_golden_prompt_of_the_current_file_alone(family: str) -> None:
     prompt = TEMPLATES[family].prompt(
