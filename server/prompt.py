@@ -163,6 +163,10 @@ class PromptTemplate:
     """Ids of `stop_tokens` (vLLM drops special tokens from streamed text, so stop strings
     alone never see them): known defaults until `with_tokenizer` derives them."""
 
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.stop) <= 4:
+            raise ValueError(f"{self.family}: 1 to 4 stop strings, got {len(self.stop)}")
+
     def render(
         self,
         *,
