@@ -83,7 +83,8 @@ class Reference:
 
     @property
     def dotted(self) -> str:
-        return ".".join(self.chain)
+        """As written, roughly: "storage.open_repo().save"."""
+        return ".".join(self.chain).replace(f".{CALL}", CALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,8 @@ class CursorInfo:
     """0-based line of the cursor."""
     line_prefix: str
     """The text of the cursor's line before the cursor."""
+    in_prose: str
+    """"comment" or "string" when the cursor is inside one, else ""."""
     target: tuple[str, ...]
     """The object chain before the dot being completed (`("self", "repo")`), else ()."""
     partial: str
@@ -296,6 +299,12 @@ _OPAQUE: Final = frozenset(
 )  # fmt: skip
 """Expressions that hold no declarations: not walked into above the lines whose names
 are read."""
+_STRING_KINDS: Final = frozenset(
+    {
+        "string", "string_content", "string_fragment", "template_string", "string_literal",
+        "interpreted_string_literal", "raw_string_literal", "char_literal", "escape_sequence",
+    }
+)  # fmt: skip
 _KEYWORDS: Final = frozenset(
     {"if", "elif", "while", "for", "return", "switch", "catch", "and", "or", "not", "in",
      "with", "assert", "yield", "await", "match", "case", "sizeof", "typeof", "def", "fn", "func"}
@@ -362,17 +371,11 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
     target, partial, after_dot = chain_before(text, offset, language)
     callee = _callee(text, offset - len(partial), language)
     syntax = _SYNTAX.get(language) if language else None
-    references: dict[tuple[str, ...], Reference] = {}
-    if after_dot and target:
-        references[target] = Reference(target, Tier.TARGET, row)
-    elif partial:
-        references[(partial,)] = Reference((partial,), Tier.TYPED, row)
-    if callee and callee not in references:
-        references[callee] = Reference(callee, Tier.TYPED, row)
     imports = file_imports(text, language) if syntax is not None else Imports({})
     if syntax is None or language is None:
+        references = _typed_references(target, partial, after_dot, callee, row, "")
         return CursorInfo(
-            language, row, line_prefix, target if after_dot else (), partial, callee,
+            language, row, line_prefix, "", target if after_dot else (), partial, callee,
             (), tuple(references.values()), {}, imports, shape, row,
         )  # fmt: skip
 
@@ -394,22 +397,29 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
     source = text[window_start:window_end].encode("utf-8", "surrogatepass")
     root = parse(source, language)
     walker = _Walker(syntax, row - window_row, row - window_row - NAMES_ABOVE)
+    prose = ""
     if root is not None:
         cursor_point = (row - window_row, len(line_prefix.encode("utf-8", "surrogatepass")))
+        prose = _prose_at(root, (cursor_point[0], max(0, cursor_point[1] - 1)))
         statement_row, tree_scopes, scope_nodes = _locate(root, cursor_point, syntax)
         walker.statement_row = statement_row
         walker.types_from = scope_nodes[-1].start_point[0] if scope_nodes else 0
         walker.walk(root)
         if language != "python":
             scopes = [Scope(k, n, h, line + window_row) for k, n, h, line in tree_scopes]
+    references = _typed_references(target, partial, after_dot, callee, row, prose)
+    typing = (*target, partial) if after_dot else (partial,)
     for reference in walker.references(window_row):
+        if partial and reference.line == row and reference.chain[: len(typing)] == typing:
+            continue  # the half-typed name: what it resolves to changes with every key
         if reference.chain not in references and len(references) < MAX_REFERENCES:
             references[reference.chain] = reference
     return CursorInfo(
         language=language,
         line=row,
         line_prefix=line_prefix,
-        target=target if after_dot else (),
+        in_prose=prose,
+        target=target if after_dot and not prose else (),
         partial=partial,
         callee=callee,
         scopes=tuple(scopes),
@@ -420,6 +430,43 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
         window_start_line=window_row,
         bases=bases,
     )
+
+
+def _typed_references(
+    target: tuple[str, ...],
+    partial: str,
+    after_dot: bool,
+    callee: tuple[str, ...],
+    row: int,
+    prose: str,
+) -> dict[tuple[str, ...], Reference]:
+    """The references read from the text at the cursor: the object before the dot, or
+    the name being typed; and the function being called. Words typed in a comment or a
+    string are prose, not names (a call around a string still counts)."""
+    references: dict[tuple[str, ...], Reference] = {}
+    if not prose:
+        if after_dot and target:
+            references[target] = Reference(target, Tier.TARGET, row)
+        elif partial:
+            references[(partial,)] = Reference((partial,), Tier.TYPED, row)
+    if callee and prose != "comment" and callee not in references:
+        references[callee] = Reference(callee, Tier.TYPED, row)
+    return references
+
+
+def _prose_at(root: Node, point: tuple[int, int]) -> str:
+    """ "comment" or "string" when `point` is inside one, else ""."""
+    node: Node | None = root.descendant_for_point_range(point, point)
+    for _ in range(4):
+        if node is None:
+            break
+        kind = node.type
+        if "comment" in kind:
+            return "comment"
+        if kind in _STRING_KINDS:
+            return "string"
+        node = node.parent
+    return ""
 
 
 def _suffix_head(text: str, offset: int) -> str:
@@ -610,8 +657,10 @@ def _python_scopes(
     Lines are read up to WINDOW_ABOVE lines up; above that only header lines are."""
     line_end = text.find("\n", line_start)
     line = text[line_start : len(text) if line_end < 0 else line_end]
-    current = line if line.strip() else line_prefix
-    level = len(current) - len(current.lstrip()) if current.strip() else len(current)
+    if line.strip():
+        level = len(line) - len(line.lstrip())
+    else:  # a blank line belongs to the block above it, until the user dedents
+        level = max(len(line_prefix), _block_level_above(text, line_start))
     scopes: list[Scope] = []
     function_at: int | None = None
     position = line_start
@@ -646,6 +695,22 @@ def _python_scopes(
                     break
     scopes.reverse()
     return scopes, function_at
+
+
+def _block_level_above(text: str, line_start: int) -> int:
+    """The indentation of a new line under the last non-blank line above `line_start`."""
+    position = line_start
+    for _ in range(50):
+        if position == 0:
+            return 0
+        previous = text.rfind("\n", 0, position - 1) + 1
+        line = text[previous : position - 1]
+        position = previous
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            indent = len(line) - len(line.lstrip())
+            return indent + 4 if stripped.endswith(":") else indent
+    return 0
 
 
 def _python_headers_above(text: str, end: int) -> Iterator[tuple[int, int, str, str]]:
@@ -957,12 +1022,11 @@ def attribute_type(text: str, attribute: str, language: str | None) -> tuple[str
     """The type of `self.attribute` / `this.attribute` as the file declares it anywhere:
     `self.repo: Repo`, `self.repo = Repo()`, `self.repo = repo` with a `repo: Repo`
     parameter, a class-level `repo: Repo`, TS `private repo: Repo`, Java `Repo repo;`.
-    A handful of targeted regex searches, so only asked for when a chain needs it."""
-    name = re.escape(attribute)
+
+    Every search is anchored on `str.find` of a literal and matched there, never a regex
+    over the file: a leading `\b` makes the regex engine try every position."""
     if language == "python":
-        for match in re.finditer(
-            rf"\bself\.{name}[ \t]*(?::[ \t]*([^=\n]+?))?[ \t]*=[ \t]*([^\n]+)", text
-        ):
+        for match in _after(text, f"self.{attribute}", _PY_SELF_ASSIGNMENT):
             if match.group(1):
                 return type_chain(match.group(1))
             value = match.group(2).strip()
@@ -970,29 +1034,64 @@ def attribute_type(text: str, attribute: str, language: str | None) -> tuple[str
             if called:
                 return tuple(called.group(1).split("."))
             if re.fullmatch(r"[A-Za-z_]\w*", value):
-                parameter = re.search(rf"\b{re.escape(value)}[ \t]*:[ \t]*([^,)=\n]+)", text)
-                if parameter:
+                for parameter in _after(text, value, _ANNOTATION):
                     return type_chain(parameter.group(1))
-        field_match = re.search(rf"^[ \t]+{name}[ \t]*:[ \t]*([^=\n]+)", text, re.M)
-        return type_chain(field_match.group(1)) if field_match else ()
+        for field in _after(text, attribute, _ANNOTATION, line_start=True):
+            return type_chain(field.group(1))
+        return ()
     if language in ("typescript", "tsx", "javascript"):
-        modifiers = r"(?:(?:private|public|protected|readonly)[ \t]+)*"
-        declared = re.search(
-            rf"(?:\bthis\.|^[ \t]*{modifiers}){name}[ \t]*[?!]?:[ \t]*([^;=,)\n]+)", text, re.M
-        )
-        if declared:
-            return type_chain(declared.group(1))
-        created = re.search(rf"\bthis\.{name}[ \t]*=[ \t]*new[ \t]+([A-Za-z_$][\w$.]*)", text)
-        return tuple(created.group(1).split(".")) if created else ()
+        for declared in _after(text, attribute, _TS_FIELD):
+            before = text[: declared.start()].rsplit("\n", 1)[-1][: -len(attribute)]
+            if (
+                before.endswith("this.")
+                or not before.strip(" \t")
+                or before.rstrip().endswith(("private", "public", "protected", "readonly"))
+            ):
+                return type_chain(declared.group(1))
+        for created in _after(text, f"this.{attribute}", _TS_NEW):
+            return tuple(created.group(1).split("."))
+        return ()
     if language == "java":
-        field_type = re.search(rf"([A-Z][\w.]*)(?:<[^>\n]*>)?[ \t]+{name}[ \t]*[;=]", text)
-        return tuple(field_type.group(1).split(".")) if field_type else ()
+        for declared in _after(text, attribute, _JAVA_FIELD_END):
+            words = text[max(0, declared.start() - 200) : declared.start()].split()
+            if words and words[-1][:1].isupper():
+                return type_chain(words[-1])
+        return ()
     if language in ("go", "rust"):
-        member = re.search(
-            rf"^[ \t]+(?:pub[ \t]+)?{name}[ \t]*:?[ \t]+\*?&?([A-Za-z_][\w.:]*)", text, re.M
-        )
-        return type_chain(member.group(1)) if member else ()
+        for member in _after(text, attribute, _GO_RUST_FIELD, line_start=True):
+            return type_chain(member.group(1))
     return ()
+
+
+_PY_SELF_ASSIGNMENT: Final = re.compile(r"[ \t]*(?::[ \t]*([^=\n]+?))?[ \t]*=(?!=)[ \t]*([^\n]+)")
+_ANNOTATION: Final = re.compile(r"[ \t]*:[ \t]*([^,)=\n]+)")
+_TS_FIELD: Final = re.compile(r"[ \t]*[?!]?:[ \t]*([^;=,)\n]+)")
+_TS_NEW: Final = re.compile(r"[ \t]*=[ \t]*new[ \t]+([A-Za-z_$][\w$.]*)")
+_JAVA_FIELD_END: Final = re.compile(r"[ \t]*[;=]")
+_GO_RUST_FIELD: Final = re.compile(r"[ \t]*:?[ \t]+\*?&?([A-Za-z_][\w.:]*)")
+_MAX_OCCURRENCES: Final = 200
+
+
+def _after(
+    text: str, literal: str, pattern: re.Pattern[str], line_start: bool = False
+) -> Iterator[re.Match[str]]:
+    """Matches of `pattern` right after whole-word occurrences of `literal` (at the start
+    of a line's text, with `line_start`), in file order."""
+    position = text.find(literal)
+    seen = 0
+    while position >= 0 and seen < _MAX_OCCURRENCES:
+        seen += 1
+        end = position + len(literal)
+        before = text[position - 1] if position else "\n"
+        after = text[end] if end < len(text) else "\n"
+        whole_word = before not in _IDENT_CHARS and after not in _IDENT_CHARS
+        if whole_word and (
+            not line_start or not text[text.rfind("\n", 0, position) + 1 : position].strip()
+        ):
+            match = pattern.match(text, end)
+            if match is not None:
+                yield match
+        position = text.find(literal, end)
 
 
 # --- imports ------------------------------------------------------------------------------------
