@@ -993,6 +993,9 @@ def _render_definition(defs: _FileDefs, definition: Definition, lines: list[str]
     parent_name = definition.qualified_name.rpartition(".")[0]
     parent = defs.by_name.get(parent_name) if parent_name else None
     source = _source(defs, definition, lines)
+    members = defs.members.get(definition.qualified_name, [])
+    if source is not None and any(m.start_line > definition.end_line for m in members):
+        source = None  # Go and Rust methods live outside the type: show them with it
     if definition.kind in CLASS_KINDS and source is None:
         body = _skeleton(defs, definition, language, with_doc=True, member_limit=MAX_MEMBERS)
     elif source is not None:

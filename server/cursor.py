@@ -401,6 +401,8 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
     if root is not None:
         cursor_point = (row - window_row, len(line_prefix.encode("utf-8", "surrogatepass")))
         prose = _prose_at(root, (cursor_point[0], max(0, cursor_point[1] - 1)))
+        if not prose and language == "python" and _inside_triple_quotes(text, window_start, offset):
+            prose = "string"  # an unterminated docstring parses as an error
         statement_row, tree_scopes, scope_nodes = _locate(root, cursor_point, syntax)
         walker.statement_row = statement_row
         walker.types_from = scope_nodes[-1].start_point[0] if scope_nodes else 0
@@ -452,6 +454,10 @@ def _typed_references(
     if callee and prose != "comment" and callee not in references:
         references[callee] = Reference(callee, Tier.TYPED, row)
     return references
+
+
+def _inside_triple_quotes(text: str, start: int, offset: int) -> bool:
+    return text.count('"""', start, offset) % 2 == 1 or text.count("'''", start, offset) % 2 == 1
 
 
 def _prose_at(root: Node, point: tuple[int, int]) -> str:
