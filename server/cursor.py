@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ WINDOW_BELOW: Final = 4
 NAMES_ABOVE: Final = 12
 """How far above the current statement names still count as referenced near the cursor."""
 MAX_REFERENCES: Final = 40
+PARSE_BUDGET_S: Final = 0.002
+"""A window parse that takes longer is given up for a smaller one."""
 CALL_SCAN_CHARS: Final = 600
 """How far back from the cursor to look for the open parenthesis of the current call."""
 
@@ -347,10 +350,28 @@ def _parser(language: str) -> Parser | None:
     return parser
 
 
-def parse(source: bytes, language: str) -> Node | None:
-    """The root of a tree-sitter parse of `source`; None for a language without a grammar."""
+def parse(source: bytes, language: str, budget_s: float | None = None) -> Node | None:
+    """The root of a tree-sitter parse of `source`; None for a language without a grammar,
+    or when the parse runs past `budget_s` (error recovery on prose — a window that
+    starts inside a docstring — can take 10 ms for a few KB)."""
     parser = _parser(language)
-    return parser.parse(source).root_node if parser is not None else None
+    if parser is None:
+        return None
+    if budget_s is None:
+        return parser.parse(source).root_node
+    deadline = time.perf_counter() + budget_s
+
+    def read(offset: int, _point: tuple[int, int]) -> bytes:
+        return source[offset:] if offset else source
+
+    def over_budget(_offset: int, _has_error: bool) -> bool:
+        return time.perf_counter() > deadline
+
+    try:
+        return parser.parse(read, encoding="utf8", progress_callback=over_budget).root_node
+    except ValueError:  # cancelled
+        parser.reset()
+        return None
 
 
 def analysed_languages() -> frozenset[str]:
@@ -392,10 +413,17 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
         )
     else:
         window_start = _window_start(text, line_start, language)
+    if language == "python" and _inside_triple_quotes(text, 0, offset):
+        window_start = line_start  # in a docstring: no names to read, little to parse
     window_end = _window_end(text, offset)
     window_row = row - text.count("\n", window_start, line_start)
     source = text[window_start:window_end].encode("utf-8", "surrogatepass")
-    root = parse(source, language)
+    root = parse(source, language, PARSE_BUDGET_S)
+    if root is None and window_row < row - NAMES_ABOVE:  # too slow: the nearest lines only
+        window_start = _line_start_above(text, line_start, NAMES_ABOVE)
+        window_row = row - text.count("\n", window_start, line_start)
+        source = text[window_start:window_end].encode("utf-8", "surrogatepass")
+        root = parse(source, language, PARSE_BUDGET_S)
     walker = _Walker(syntax, row - window_row, row - window_row - NAMES_ABOVE)
     prose = ""
     if root is not None:
@@ -511,6 +539,15 @@ def _window_start(text: str, line_start: int, language: str) -> int:
         if indent <= least_indent:
             least_indent, least_at = indent, previous
     return least_at
+
+
+def _line_start_above(text: str, line_start: int, lines: int) -> int:
+    position = line_start
+    for _ in range(lines):
+        if position == 0:
+            break
+        position = text.rfind("\n", 0, position - 1) + 1
+    return position
 
 
 def _window_end(text: str, offset: int) -> int:
