@@ -747,10 +747,32 @@ class _Request:
                         self.in_file(following.path, (*qualified, *parts[index:]), depth + 1)
                         or following
                     )
-            return Target(
-                path, definition
-            )  # a member it does not define (inherited, or half-typed)
+            else:
+                inherited = self._inherited(path, definition, defs, parts[index:], depth)
+                if inherited is not None:
+                    return inherited
+            return Target(path, definition)  # a member it lacks: half-typed, or unknown
         return Target(path, definition)
+
+    def _inherited(
+        self, path: str, cls: Definition, defs: _FileDefs, rest: tuple[str, ...], depth: int
+    ) -> Target | None:
+        """`rest` looked up in the base classes of `cls` (defined or imported in `path`)."""
+        if depth >= MAX_DEPTH:
+            return None
+        for base in _bases(cls, defs.language):
+            found = self._in_namespace(path, base, depth + 1)
+            if found is None or found.definition is None or found.definition is cls:
+                continue
+            qualified = tuple(found.definition.qualified_name.split("."))
+            member = self.in_file(found.path, (*qualified, *rest), depth + 1)
+            if (
+                member is not None
+                and member.definition is not None
+                and member.definition.name == rest[0]
+            ):
+                return member
+        return None
 
     def _reexported(
         self, path: str, defs: _FileDefs, parts: tuple[str, ...], depth: int
@@ -945,6 +967,21 @@ def _return_type(definition: Definition, language: str | None) -> tuple[str, ...
         before = signature.split(definition.name + "(", 1)[0].split()
         return type_chain(before[-1]) if before else ()
     return ()
+
+
+def _bases(cls: Definition, language: str | None) -> list[tuple[str, ...]]:
+    """The base classes a class header names, as chains."""
+    signature = cls.signature
+    if language == "python":
+        opened = signature.find("(")
+        inside = signature[opened + 1 : signature.rfind(")")] if opened >= 0 else ""
+        parts = [p.strip() for p in inside.split(",")]
+        return [tuple(p.split(".")) for p in parts if re.fullmatch(r"[A-Za-z_][\w.]*", p)]
+    if language in ("typescript", "tsx", "javascript", "java"):
+        return [
+            tuple(m.split(".")) for m in re.findall(r"\bextends\s+([A-Za-z_$][\w$.]*)", signature)
+        ]
+    return []
 
 
 def _variable_type(definition: Definition, language: str | None) -> tuple[str, ...]:

@@ -140,6 +140,19 @@ def test_relative_imports_resolve_from_inside_a_package(py_index: ProjectIndex) 
     assert target.definition is not None and target.definition.name == "Item"
 
 
+def test_inherited_members_resolve_to_the_base_class(py_index: ProjectIndex) -> None:
+    text, offset = service(py_index, "        c = ColdStore('x')\n        c.add|\n")
+    text = "from inventory.cold import ColdStore\n" + text
+    cursor = analyse(text, offset + len("from inventory.cold import ColdStore\n"), "python")
+    builder = ContextBuilder(py_index)
+    target = builder.resolve(SERVICE, text, cursor, ("c", "add"))
+    assert target is not None and target.path == "inventory/models.py"
+    assert target.definition is not None and target.definition.qualified_name == "Warehouse.add"
+    own = builder.resolve(SERVICE, text, cursor, ("c", "chill"))
+    assert own is not None and own.definition is not None
+    assert (own.path, own.definition.qualified_name) == ("inventory/cold.py", "ColdStore.chill")
+
+
 def test_long_class_is_shown_by_its_outline(py_index: ProjectIndex) -> None:
     builder = ContextBuilder(py_index)
     text, offset = service(py_index, "        w = Warehouse('x')\n        w.|\n")
