@@ -15,6 +15,8 @@
    prompt, and the longest common prefix with the previous keystroke's prompt is divided
    by the prompt's length (characters, and chars/4 tokens). Target: >= 90% on average.
 
+Also timed: the cursor analysis alone on files of ~2,000 lines (target p99 <= 2 ms).
+
 The machine's load (`os.getloadavg`) is printed: timings on a shared CPU move with it.
 """
 
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from cache.index import ProjectIndex  # noqa: E402
 from cache.queue import FileQueue  # noqa: E402
 from server.context import Budget, Context, ContextBuilder, estimate_tokens  # noqa: E402
+from server.cursor import analyse  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
 
@@ -69,6 +72,34 @@ def python_files(index: ProjectIndex, minimum: int = 400) -> list[str]:
         path
         for path, record in index.records.items()
         if record.language == "python" and record.size >= minimum
+    )
+
+
+def time_cursor(index: ProjectIndex, files: list[str], samples: int, seed: int) -> None:
+    """`server.cursor.analyse` alone on a file of about 2,000 lines (target p99 <= 2 ms)."""
+    sized = []
+    for path in files:
+        record = index.records[path]
+        if 50_000 <= record.size <= 120_000:
+            text = (index.root / path).read_text(encoding="utf-8", errors="replace")
+            if 1800 <= text.count("\n") <= 2200:
+                sized.append((path, text))
+                if len(sized) == 5:
+                    break
+    if not sized:
+        return
+    rng = random.Random(seed)
+    times = []
+    for _ in range(samples):
+        path, text = rng.choice(sized)
+        offset = rng.randrange(len(text) + 1)
+        started = time.perf_counter()
+        analyse(text, offset, "python")
+        times.append((time.perf_counter() - started) * 1000)
+    print(f"cursor analysis on {len(sized)} files of ~2,000 lines, {samples} cursors ({load()}):")
+    print(
+        f"  p50 {percentile(times, 50):.2f} ms   p99 {percentile(times, 99):.2f} ms"
+        f"   max {max(times):.2f} ms   ({', '.join(p for p, _ in sized[:2])}, ...)"
     )
 
 
@@ -213,6 +244,7 @@ def main() -> None:
     )
     budget = Budget(total=args.total)
     files = python_files(index)
+    time_cursor(index, files, args.samples, args.seed)
     time_builds(index, files, budget, args.samples, args.per_file, args.seed)
     for session in range(args.sessions):
         replay_typing(index, files, budget, args.seed + session, args.workspace.name)

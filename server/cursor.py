@@ -38,7 +38,7 @@ from tree_sitter_language_pack import SupportedLanguage, get_language
 
 from server.stops import CursorShape, analyse_cursor
 
-WINDOW_ABOVE: Final = 150
+WINDOW_ABOVE: Final = 100
 """Most lines above the cursor that are parsed; the window starts at a top-level line."""
 WINDOW_BELOW: Final = 4
 """Lines below the cursor line parsed with it, so the current statement can close."""
@@ -827,9 +827,13 @@ class _Walker:
             chain = self._chain(node)
             if chain:
                 self._record(chain, node)
-        self._declare(node, kind)
-        if kind in _OPAQUE and node.end_point[0] < self.names_from:
-            return  # above the names: only declarations matter, and none nest in here
+        declares = _DECLARATIONS.get(kind)
+        if declares is not None:
+            for name, value in declares(self, node):
+                if value:
+                    self.types[name] = value
+        if (kind in _OPAQUE or declares is not None) and node.end_point[0] < self.names_from:
+            return  # above the names only declarations matter, and none nest in these
         member = syntax.members.get(kind)
         called = syntax.calls.get(kind)
         spine_fields: tuple[str, ...] = member or ((called,) if called else ())
@@ -881,12 +885,6 @@ class _Walker:
         return None
 
     # local types ----------------------------------------------------------------------------
-
-    def _declare(self, node: Node, kind: str) -> None:
-        if kind in _DECLARATIONS:
-            for name, value in _DECLARATIONS[kind](self, node):
-                if value:
-                    self.types[name] = value
 
     def type_chain(self, node: Node | None) -> tuple[str, ...]:
         """The main type named by a type node: `Optional[repo.Repo]` -> ("repo", "Repo")."""
@@ -1142,6 +1140,9 @@ def _after(
 _IMPORTS_MEMO_SIZE: Final = 4096
 _imports_memo: OrderedDict[tuple[str, str], tuple[tuple[str, Binding], ...]] = OrderedDict()
 _imports_lock = threading.Lock()
+_last_imports: dict[str, tuple[str, Imports]] = {}
+"""Per language, the last file's text up to its last import statement, and its imports:
+a keystroke below that point (nearly all of them) reuses them after two `str` scans."""
 
 
 def file_imports(text: str, language: str | None) -> Imports:
@@ -1152,10 +1153,19 @@ def file_imports(text: str, language: str | None) -> Imports:
     syntax = _SYNTAX.get(language) if language else None
     if syntax is None or syntax.import_pattern is None or language is None:
         return Imports({})
+    last = _last_imports.get(language)
+    if last is not None:  # the previous keystroke's file, edited below its last import?
+        head, previous = last
+        if text.startswith(head) and all(
+            text.find(keyword, max(0, len(head) - len(keyword))) < 0
+            for keyword in syntax.import_keywords
+        ):
+            return previous
     bindings: dict[str, Binding] = {}
     star: list[str] = []
-    line, counted = 0, 0
+    line, counted, end = 0, 0, 0
     for match in _import_statements(text, syntax):
+        end = match.end()
         statement = match.group()
         key = (language, statement.strip())
         with _imports_lock:
@@ -1175,7 +1185,9 @@ def file_imports(text: str, language: str | None) -> Imports:
                 star.append(binding.module)
             else:
                 bindings[local] = Binding(binding.module, binding.name, line)
-    return Imports(bindings, tuple(star))
+    imports = Imports(bindings, tuple(star))
+    _last_imports[language] = (text[:end], imports)
+    return imports
 
 
 def _import_statements(text: str, syntax: _Syntax) -> list[re.Match[str]]:
