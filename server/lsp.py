@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,6 +20,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
+from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
 from server.backend import CompletionBackend
@@ -171,14 +172,26 @@ class HeadstartServer(LanguageServer):
             return None
         offset = checked_offset(document, position)
         path = uri_to_path(uri)
+        roots = self.workspace_roots()
+        language = from_language_id(document.language_id or "")
+        place = self.project.locate(path) if path is not None else None
         if path is not None and path != self.project.active:
             self.project.activate(path)
-        roots = self.workspace_roots()
+        if place is None:
+            return CursorContext(
+                text=document.source,
+                offset=offset,
+                file_path=display_path(path, roots) if path else uri.rsplit("/", 1)[-1],
+                repo_name=roots[0].name if roots else "workspace",
+                language=language,
+            )
         return CursorContext(
             text=document.source,
             offset=offset,
-            file_path=display_path(path, roots) if path else uri.rsplit("/", 1)[-1],
-            repo_name=roots[0].name if roots else "workspace",
+            file_path=place.relative,
+            repo_name=place.root.path.name,
+            language=language or language_for(PurePosixPath(place.relative)),
+            builder=place.root.builder,
         )
 
     def _unsuitable(self, document: TextDocument) -> bool:

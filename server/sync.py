@@ -30,8 +30,7 @@ class WorkspaceSync:
     def __init__(self, project: ProjectCache, debounce_s: float = DEBOUNCE_S) -> None:
         self.project = project
         self.debounce_s = debounce_s
-        self.buffers: dict[Path, str] = {}
-        """The text of every open document with a local path, by absolute path."""
+        self.buffers = project.buffers
         self._timers: dict[Path, asyncio.TimerHandle] = {}
         self._held: set[Path] = set()
         self._waiting: asyncio.Task[None] | None = None
@@ -39,7 +38,7 @@ class WorkspaceSync:
     def opened(self, path: Path, text: str) -> None:
         self.buffers[path] = text
         self._stale(path)
-        self.project.activate(path)
+        self.project.activate(path, prepare=True)
 
     def changed(self, path: Path, text: str) -> None:
         self.buffers[path] = text
@@ -56,6 +55,9 @@ class WorkspaceSync:
         """The buffer is gone: the disk decides again (unsaved edits are dropped)."""
         self.buffers.pop(path, None)
         self._stale(path)
+        place = self.project.locate(path)
+        if place is not None:
+            place.root.builder.forget(place.relative)
 
     def disk_changed(self, paths: list[Path]) -> None:
         """Files created, changed or deleted outside the editor (watched-file events)."""
@@ -90,12 +92,11 @@ class WorkspaceSync:
 
     def refresh(self, path: Path) -> None:
         """Bring the index's view of `path` up to date with the buffer or the disk."""
-        found = self.project.locate(path)
-        if found is None:
+        place = self.project.locate(path)
+        if place is None:
             return
-        index, _, relative = found
         try:
-            self._refresh_in(index, path, relative)
+            self._refresh_in(place.root.index, path, place.relative)
         except Exception:  # one bad file must not stop the others
             log.exception("could not update the cache for %s", path)
 

@@ -27,14 +27,7 @@ PRICING = "inventory/pricing.py"
 async def editor(
     lsp_client: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> AsyncIterator[None]:
-    """VS Code with debug logging, recording the capabilities the server registers."""
-    registrations: list[types.Registration] = []
-    lsp_client.registrations = registrations  # type: ignore[attr-defined]
-
-    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def register(params: types.RegistrationParams) -> None:
-        registrations.extend(params.registrations)
-
+    """VS Code with debug logging."""
     options = fast_settings(fake.url) | {"log": {"level": "debug"}}
     await start_session(lsp_client, "vscode", workspace, options)
     await wait_for_progress_end(lsp_client)
