@@ -13,6 +13,18 @@ class DependencyGraph:
         self._imports: dict[str, frozenset[str]] = {}
         self._imported_by: defaultdict[str, set[str]] = defaultdict(set)
 
+    @classmethod
+    def from_imports(cls, imports: Iterable[tuple[str, tuple[str, ...]]]) -> DependencyGraph:
+        """The graph of (path, the files it imports) pairs, built in one pass."""
+        graph = cls()
+        imported_by = graph._imported_by
+        for path, targets in imports:
+            if targets:
+                graph._imports[path] = frozenset(targets)
+                for target in targets:
+                    imported_by[target].add(path)
+        return graph
+
     def set_imports(self, path: str, targets: Iterable[str]) -> None:
         """Replace the outgoing edges of `path`."""
         new = frozenset(targets)
@@ -25,7 +37,7 @@ class DependencyGraph:
     def remove(self, path: str) -> None:
         """Forget `path`'s own edges; edges pointing at it stay until their owners change."""
         self.set_imports(path, ())
-        del self._imports[path]
+        self._imports.pop(path, None)
 
     def imports(self, path: str) -> frozenset[str]:
         return self._imports.get(path, frozenset())

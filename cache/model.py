@@ -41,9 +41,17 @@ class Outline:
     imports: tuple[ImportRef, ...] = ()
 
 
+ImportSpec = tuple[str, tuple[str, ...]]
+"""One import as resolution reads it: (`ImportRef.module`, `ImportRef.names`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class FileRecord:
-    """What the cache knows about one file of the workspace."""
+    """What the cache knows about one file of the workspace.
+
+    Small on purpose: the index holds one per file. The outline (definitions) is kept apart
+    and loaded on demand through `ProjectIndex.outline`.
+    """
 
     path: str
     """Relative to its workspace root, with forward slashes."""
@@ -53,5 +61,11 @@ class FileRecord:
     digest: str
     """xxh3-64 of the contents, hex."""
     outline: Outline | None = None
+    """Not kept in the index's records (None there): ask `ProjectIndex.outline`."""
     depends_on: tuple[str, ...] = field(default=())
     """Paths (as `path`) of the project files this file imports."""
+    imports: tuple[ImportSpec, ...] = ()
+    """What the file imports, for the languages whose imports resolve to files (Rust's
+    `mod name;` declarations as `self::name`)."""
+    package: str = ""
+    """The package a Java file declares; "" for every other file."""

@@ -72,6 +72,13 @@ def supported(language: str) -> bool:
     return _language(language) is not None
 
 
+def runs_grammar(language: str) -> bool:
+    """Whether outlining a file of `language` parses it. Not for grammars without a kind of
+    node that could be a named definition (html, json, po, toml, ...): their outline is
+    always empty, and parsing them cost a tenth of a cold index for nothing."""
+    return language in _EXTRACTORS or bool(_generic_kind_ids(language))
+
+
 def parse_outline(source: bytes, language: str) -> Outline | None:
     """The definitions and imports of one file; None if there is no usable grammar for it.
 
@@ -82,6 +89,8 @@ def parse_outline(source: bytes, language: str) -> Outline | None:
     grammar = _language(language)
     if grammar is None:
         return None
+    if not runs_grammar(language):
+        return Outline(language=language)
     data = source[len(_UTF8_BOM) :] if source.startswith(_UTF8_BOM) else source
     if _looks_binary(data):
         return Outline(language=language)

@@ -18,11 +18,14 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import translate
+from functools import lru_cache, partial
+from operator import attrgetter
 from pathlib import Path
+from typing import Final, Protocol
 
 import pathspec
 
@@ -76,6 +79,7 @@ def _name_matcher(patterns: Iterable[str]) -> re.Pattern[str]:
 _SECRET_NAME = _name_matcher(SECRET_NAME_PATTERNS)
 _GENERATED_NAME = _name_matcher(GENERATED_NAME_PATTERNS)
 _NAMED_GROUP = re.compile(r"\(\?P<[^>]*>")
+_NAME = attrgetter("name")
 
 
 class SkipReason(StrEnum):
@@ -115,17 +119,34 @@ class ScanSettings:
     """Follow links to files and directories, but only to targets inside the root."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScannedFile:
     """A file worth indexing, with what the scan learned about it without reading it."""
 
     root: Path
     path: str
     """Relative to `root`, with forward slashes (as `FileRecord.path`)."""
-    abs_path: Path
     size: int
     mtime_ns: int
     language: str | None
+
+    @property
+    def abs_path(self) -> Path:
+        """Made on demand: building 27k Path objects was a third of a warm start's scan."""
+        return self.root / self.path
+
+
+class KnownFile(Protocol):
+    """What a scan may know of a file from an earlier one (a `FileRecord` does)."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def mtime_ns(self) -> int: ...
+
+    @property
+    def language(self) -> str | None: ...
 
 
 @dataclass
@@ -231,15 +252,100 @@ def _read_rules(file: str, base: str) -> _IgnoreRules | None:
     return _IgnoreRules.parse(base, data.decode("utf-8", "replace").splitlines())
 
 
-def _git_info_exclude(git_dir: os.DirEntry[str], base: str) -> _Layer:
+def _git_info_exclude(
+    git_dir: str, base: str, read_rules: Callable[[str, str], _IgnoreRules | None]
+) -> _Layer:
     """The repository's own exclude file: below every .gitignore in precedence."""
     try:
-        if not git_dir.is_dir(follow_symlinks=False):
+        if not stat.S_ISDIR(os.lstat(git_dir).st_mode):
             return ()  # a worktree's or submodule's ".git" file points elsewhere
     except OSError:
         return ()
-    rules = _read_rules(os.path.join(git_dir.path, "info", "exclude"), base)
+    rules = read_rules(os.path.join(git_dir, "info", "exclude"), base)
     return (rules,) if rules is not None else ()
+
+
+def _enter(
+    directory: str,
+    prefix: str,
+    git: _Layer,
+    headstart: _Layer,
+    names: Container[str],
+    read_rules: Callable[[str, str], _IgnoreRules | None] = _read_rules,
+) -> tuple[_Layer, _Layer] | None:
+    """The ignore layers inside a directory, given the names it holds (a listing, or the
+    few names asked for), or None for a virtual environment (below the root), whose files
+    are never indexed."""
+    if prefix and "pyvenv.cfg" in names:
+        return None
+    if ".git" in names:  # a repository's root: its own rules, not its parent's
+        git = _git_info_exclude(os.path.join(directory, ".git"), prefix, read_rules)
+    if ".gitignore" in names:
+        rules = read_rules(os.path.join(directory, ".gitignore"), prefix)
+        if rules is not None:
+            git = (*git, rules)
+    if ".headstartignore" in names:
+        rules = read_rules(os.path.join(directory, ".headstartignore"), prefix)
+        if rules is not None:
+            headstart = (*headstart, rules)
+    return git, headstart
+
+
+def _directory_skip(
+    name: str, path: str, git: _Layer, headstart: _Layer, excluded: _IgnoreRules | None
+) -> SkipReason | None:
+    """Why a directory (`path` relative to the root) is left out by its name or the ignore
+    rules, or None."""
+    if name in SKIPPED_DIR_NAMES:
+        return SkipReason.SKIPPED_DIR
+    if _SECRET_NAME.match(name):
+        return SkipReason.SECRET
+    if _is_ignored(git, path + "/"):
+        return SkipReason.IGNORED
+    if _is_ignored(headstart, path + "/"):
+        return SkipReason.HEADSTARTIGNORE
+    if excluded is not None and excluded.verdict(path + "/"):
+        return SkipReason.EXCLUDED
+    return None
+
+
+def _name_skip(
+    name: str, path: str, git: _Layer, headstart: _Layer, excluded: _IgnoreRules | None
+) -> tuple[SkipReason | None, str | None]:
+    """Why a file is left out by its name or the ignore rules (or None), and the language
+    its name tells (None: maybe a shebang says)."""
+    if _SECRET_NAME.match(name):
+        return SkipReason.SECRET, None
+    if _GENERATED_NAME.match(name):
+        return SkipReason.GENERATED, None
+    language = language_for_name(name)
+    if language is None and has_extension(name):
+        return SkipReason.UNKNOWN_LANGUAGE, None
+    if _is_ignored(git, path):
+        return SkipReason.IGNORED, None
+    if _is_ignored(headstart, path):
+        return SkipReason.HEADSTARTIGNORE, None
+    if excluded is not None and excluded.verdict(path):
+        return SkipReason.EXCLUDED, None
+    return None, language
+
+
+def _contents_skip(
+    size: int, probe: Callable[[], bytes], language: str | None, max_bytes: int
+) -> tuple[SkipReason | None, str | None]:
+    """Why a file is left out by its size or first bytes (`probe` reads them), or None,
+    and its language (a shebang's when the name told none)."""
+    if size > max_bytes:
+        return SkipReason.TOO_LARGE, None
+    if size:
+        head = probe()
+        if b"\0" in head:
+            return SkipReason.BINARY, None
+        if language is None:
+            language = language_from_shebang(head.split(b"\n", 1)[0])
+    if language is None:
+        return SkipReason.UNKNOWN_LANGUAGE, None
+    return None, language
 
 
 def _valid_name(name: str) -> bool:
@@ -270,7 +376,6 @@ class _Directory:
     """A directory waiting to be listed, with the ignore rules that apply inside it."""
 
     path: str
-    as_path: Path
     prefix: str
     """Its relative path with a trailing slash ("" for the root)."""
     git: _Layer
@@ -283,11 +388,14 @@ def scan(
     report: ScanReport | None = None,
     *,
     other_roots: Collection[Path] = (),
+    known: Mapping[str, KnownFile] | None = None,
 ) -> Iterator[ScannedFile]:
     """The files under `root` worth indexing, depth first in name order.
 
     `report`, when given, is filled in as the walk goes. Directories in `other_roots` (the
-    other workspace folders) are left to their own scan. Never raises for unreadable or
+    other workspace folders) are left to their own scan. A file in `known` (by relative
+    path) with the same size and mtime is not read again: it keeps its known language, so
+    a warm start only lists directories and stats files. Never raises for unreadable or
     vanishing files and directories: they are counted and logged at debug level.
     """
     report = report if report is not None else ScanReport()
@@ -313,31 +421,24 @@ def scan(
     excluded = _IgnoreRules.parse("", settings.exclude)
     visited_dirs = {(root_stat.st_dev, root_stat.st_ino)}
 
-    pending = [_Directory(root_path, root_result, "", (), ())]
+    pending = [_Directory(root_path, "", (), ())]
     while pending:
         directory = pending.pop()
         try:
             with os.scandir(directory.path) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
+                entries = sorted(listing, key=_NAME)
         except OSError as error:
             log.debug("Cannot list %s: %s", directory.path, error)
             skip_dir(SkipReason.UNREADABLE)
             continue
 
-        git, headstart, prefix = directory.git, directory.headstart, directory.prefix
+        prefix = directory.prefix
         by_name = {entry.name: entry for entry in entries}
-        if prefix and "pyvenv.cfg" in by_name:
+        layers = _enter(directory.path, prefix, directory.git, directory.headstart, by_name)
+        if layers is None:
             skip_dir(SkipReason.VIRTUALENV)
             continue
-        if ".git" in by_name:  # a repository's root: its own rules, not its parent's
-            git = _git_info_exclude(by_name[".git"], prefix)
-        for ignore_file, layer_name in ((".gitignore", "git"), (".headstartignore", "hs")):
-            if ignore_file in by_name:
-                rules = _read_rules(by_name[ignore_file].path, prefix)
-                if rules is not None and layer_name == "git":
-                    git = (*git, rules)
-                elif rules is not None:
-                    headstart = (*headstart, rules)
+        git, headstart = layers
 
         subdirectories: list[_Directory] = []
         for entry in entries:
@@ -358,85 +459,183 @@ def scan(
                 path = prefix + name
 
                 if is_dir:
-                    if name in SKIPPED_DIR_NAMES:
-                        skip_dir(SkipReason.SKIPPED_DIR)
-                    elif _SECRET_NAME.match(name):
-                        skip_dir(SkipReason.SECRET)
-                    elif entry.path in nested_roots:
-                        pass
-                    elif _is_ignored(git, path + "/"):
-                        skip_dir(SkipReason.IGNORED)
-                    elif _is_ignored(headstart, path + "/"):
-                        skip_dir(SkipReason.HEADSTARTIGNORE)
-                    elif excluded is not None and excluded.verdict(path + "/"):
-                        skip_dir(SkipReason.EXCLUDED)
-                    else:
-                        if follow:
-                            found = entry.stat()
-                            identity = (found.st_dev, found.st_ino)
-                            if identity in visited_dirs:
-                                skip_dir(SkipReason.SYMLINK)
-                                continue
-                            visited_dirs.add(identity)
-                        subdirectories.append(
-                            _Directory(
-                                entry.path, directory.as_path / name, path + "/", git, headstart
-                            )
-                        )
+                    if entry.path in nested_roots:
+                        continue
+                    reason = _directory_skip(name, path, git, headstart, excluded)
+                    if reason is not None:
+                        skip_dir(reason)
+                        continue
+                    if follow:
+                        found = entry.stat()
+                        identity = (found.st_dev, found.st_ino)
+                        if identity in visited_dirs:
+                            skip_dir(SkipReason.SYMLINK)
+                            continue
+                        visited_dirs.add(identity)
+                    subdirectories.append(_Directory(entry.path, path + "/", git, headstart))
                     continue
 
-                if _SECRET_NAME.match(name):
-                    skip_file(SkipReason.SECRET)
+                reason, language = _name_skip(name, path, git, headstart, excluded)
+                if reason is not None:
+                    skip_file(reason)
                     continue
-                if _GENERATED_NAME.match(name):
-                    skip_file(SkipReason.GENERATED)
-                    continue
-                language = language_for_name(name)
-                if language is None and has_extension(name):
-                    skip_file(SkipReason.UNKNOWN_LANGUAGE)
-                    continue
-                if _is_ignored(git, path):
-                    skip_file(SkipReason.IGNORED)
-                    continue
-                if _is_ignored(headstart, path):
-                    skip_file(SkipReason.HEADSTARTIGNORE)
-                    continue
-                if excluded is not None and excluded.verdict(path):
-                    skip_file(SkipReason.EXCLUDED)
-                    continue
-
                 found = entry.stat(follow_symlinks=follow)
                 if not stat.S_ISREG(found.st_mode):
                     skip_file(SkipReason.NOT_REGULAR)
                     continue
-                if found.st_size > max_bytes:
-                    skip_file(SkipReason.TOO_LARGE)
-                    continue
-                if found.st_size:
-                    probe = _read_probe(entry.path, follow)
-                    if b"\0" in probe:
-                        skip_file(SkipReason.BINARY)
+                before = known.get(path) if known is not None else None
+                if (
+                    before is not None
+                    and before.size == found.st_size
+                    and before.mtime_ns == found.st_mtime_ns
+                    and before.language is not None
+                    and (language is None or language == before.language)
+                ):
+                    language = before.language  # unchanged since it was probed: no read
+                else:
+                    reason, language = _contents_skip(
+                        found.st_size,
+                        partial(_read_probe, entry.path, follow),
+                        language,
+                        max_bytes,
+                    )
+                    if reason is not None:
+                        skip_file(reason)
                         continue
-                    if language is None:
-                        language = language_from_shebang(probe.split(b"\n", 1)[0])
-                if language is None:
-                    skip_file(SkipReason.UNKNOWN_LANGUAGE)
-                    continue
             except OSError as error:
                 log.debug("Skipping %s: %s", entry.path, error)
                 skip_file(SkipReason.UNREADABLE)
                 continue
 
             report.files += 1
-            yield ScannedFile(
-                root=root_result,
-                path=path,
-                abs_path=directory.as_path / name,
-                size=found.st_size,
-                mtime_ns=found.st_mtime_ns,
-                language=language,
-            )
+            yield ScannedFile(root_result, path, found.st_size, found.st_mtime_ns, language)
         pending.extend(reversed(subdirectories))
+
+
+_SPECIAL_NAMES: Final = (".git", ".gitignore", ".headstartignore", "pyvenv.cfg")
+"""The names in a directory that change what is indexed below it."""
+
+
+def check_file(
+    root: Path,
+    path: str,
+    settings: ScanSettings = ScanSettings(),
+    data: bytes | None = None,
+) -> ScannedFile | SkipReason:
+    """What `scan(root, settings)` would make of the file at `path` (relative to `root`,
+    forward slashes): its `ScannedFile`, or why it is left out. The same rules, for one
+    file, without listing a directory: every ancestor's ignore files, names, links and
+    virtual environments, then the file's name, size and first bytes.
+
+    `data` is an editor's unsaved buffer: the size and binary rules then apply to it, and
+    the file may be missing on disk (size and mtime are the buffer's length and the disk
+    file's mtime, or 0). Never raises.
+    """
+    root_path = os.path.abspath(root)
+    parts = path.split("/")
+    if not path or "\0" in path or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        return SkipReason.OUTSIDE_ROOT
+    if not all(_valid_name(part) for part in parts):
+        return SkipReason.BAD_NAME
+    follow = settings.follow_symlinks
+    excluded = _IgnoreRules.parse("", settings.exclude)
+    git: _Layer = ()
+    headstart: _Layer = ()
+    directory, prefix = root_path, ""
+    try:
+        real_root = os.path.realpath(root_path)
+        for depth, name in enumerate(parts):
+            names = {n for n in _SPECIAL_NAMES if os.path.lexists(os.path.join(directory, n))}
+            layers = _enter(directory, prefix, git, headstart, names, _read_rules_cached)
+            if layers is None:
+                return SkipReason.VIRTUALENV
+            git, headstart = layers
+            current = os.path.join(directory, name)
+            relative = prefix + name
+            is_last = depth == len(parts) - 1
+            if not is_last:
+                reason = _link_skip(current, follow, real_root) or _directory_skip(
+                    name, relative, git, headstart, excluded
+                )
+                if reason is not None:
+                    return reason
+                directory, prefix = current, relative + "/"
+        reason, language = _name_skip(parts[-1], path, git, headstart, excluded)
+        if reason is not None:
+            return reason
+        return _check_contents(Path(root_path), path, current, settings, language, data, real_root)
+    except OSError as error:
+        log.debug("Cannot check %s: %s", path, error)
+        return SkipReason.UNREADABLE
+
+
+def _check_contents(
+    root: Path,
+    path: str,
+    absolute: str,
+    settings: ScanSettings,
+    language: str | None,
+    data: bytes | None,
+    real_root: str,
+) -> ScannedFile | SkipReason:
+    """The size, type and first-bytes rules of `check_file`, on the disk file or `data`."""
+    try:
+        reason = _link_skip(absolute, settings.follow_symlinks, real_root)
+        if reason is not None:
+            return reason
+        found: os.stat_result | None = os.stat(absolute)
+    except FileNotFoundError:
+        if data is None:
+            return SkipReason.UNREADABLE
+        found = None
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        return SkipReason.NOT_REGULAR
+    mtime_ns = found.st_mtime_ns if found is not None else 0
+    if data is not None:
+        size = len(data)
+        reason, language = _contents_skip(
+            size, lambda: data[:BINARY_PROBE_BYTES], language, settings.max_file_bytes
+        )
+    else:
+        assert found is not None
+        size = found.st_size
+        reason, language = _contents_skip(
+            size,
+            partial(_read_probe, absolute, settings.follow_symlinks),
+            language,
+            settings.max_file_bytes,
+        )
+    if reason is not None:
+        return reason
+    return ScannedFile(root, path, size, mtime_ns, language)
+
+
+def _link_skip(path: str, follow: bool, real_root: str) -> SkipReason | None:
+    """SYMLINK for a link when links are not followed, OUTSIDE_ROOT for one leading out."""
+    if not os.path.islink(path):
+        return None
+    if not follow:
+        return SkipReason.SYMLINK
+    if not _inside(os.path.realpath(path), real_root):
+        return SkipReason.OUTSIDE_ROOT
+    return None
+
+
+def _read_rules_cached(file: str, base: str) -> _IgnoreRules | None:
+    """`_read_rules`, parsed again only when the file changes: checking one file at a time
+    must not re-parse every ancestor's .gitignore each time."""
+    try:
+        info = os.stat(file)
+    except OSError:
+        return None
+    return _parsed_rules(file, base, info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@lru_cache(maxsize=256)
+def _parsed_rules(
+    file: str, base: str, mtime_ns: int, size: int, inode: int
+) -> _IgnoreRules | None:
+    return _read_rules(file, base)
 
 
 def scan_roots(

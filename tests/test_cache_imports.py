@@ -4,17 +4,22 @@ described by their files' outlines (the outlines themselves are tested elsewhere
 from __future__ import annotations
 
 from cache.graph import DependencyGraph
-from cache.imports import ImportResolver
-from cache.model import Definition, ImportRef, Outline
+from cache.imports import ImportResolver, import_facts
+from cache.model import Definition, FileRecord, ImportRef, Outline
 
 
 def resolver(
     outlines: dict[str, Outline | None], configs: dict[str, str] | None = None
 ) -> ImportResolver:
-    files = dict(outlines)
+    records = {}
+    for path, outline in outlines.items():
+        language = outline.language if outline is not None else None
+        records[path] = FileRecord(
+            path, language, 0, 0, "", None, (), *import_facts(language, outline)
+        )
     for name in configs or {}:
-        files.setdefault(name, None)
-    return ImportResolver(files, files, lambda name: (configs or {}).get(name))
+        records.setdefault(name, FileRecord(name, "json", 0, 0, ""))
+    return ImportResolver(records, lambda name: (configs or {}).get(name))
 
 
 def py(*imports: ImportRef) -> Outline:
@@ -34,23 +39,23 @@ def test_python_absolute_relative_packages_and_src_layout() -> None:
             "tests/test_x.py": py(ImportRef("shop.pricing"), ImportRef("json")),
         }
     )
-    assert r.resolve("src/shop/pricing.py", "python") == ("src/shop/models.py",)
-    assert r.resolve("src/shop/sub/tax.py", "python") == (
+    assert r.resolve("src/shop/pricing.py") == ("src/shop/models.py",)
+    assert r.resolve("src/shop/sub/tax.py") == (
         "src/shop/__init__.py",
         "src/shop/models.py",
         "src/shop/pricing.py",
     )
-    assert r.resolve("src/shop/sub/rates.py", "python") == (
+    assert r.resolve("src/shop/sub/rates.py") == (
         "src/shop/sub/__init__.py",
         "src/shop/sub/tax.py",
     )
     # `from shop import Item` follows the __init__ re-export to the defining module
-    assert r.resolve("app.py", "python") == (
+    assert r.resolve("app.py") == (
         "src/shop/__init__.py",
         "src/shop/models.py",
         "src/shop/sub/tax.py",
     )
-    assert r.resolve("tests/test_x.py", "python") == ("src/shop/pricing.py",)
+    assert r.resolve("tests/test_x.py") == ("src/shop/pricing.py",)
 
 
 def test_python_nested_project_root_is_a_source_root() -> None:
@@ -61,7 +66,7 @@ def test_python_nested_project_root_is_a_source_root() -> None:
             "examples/demo/main.py": py(ImportRef("inventory.models", ("Item",))),
         }
     )
-    assert r.resolve("examples/demo/main.py", "python") == ("examples/demo/inventory/models.py",)
+    assert r.resolve("examples/demo/main.py") == ("examples/demo/inventory/models.py",)
 
 
 def test_typescript_relative_index_files_and_tsconfig_paths() -> None:
@@ -81,12 +86,12 @@ def test_typescript_relative_index_files_and_tsconfig_paths() -> None:
         },
         configs,
     )
-    assert r.resolve("src/app.ts", "typescript") == (
+    assert r.resolve("src/app.ts") == (
         "src/components/index.tsx",
         "src/lib/strings.ts",
         "src/util.ts",
     )
-    assert r.resolve("src/components/index.tsx", "tsx") == ("src/util.ts",)
+    assert r.resolve("src/components/index.tsx") == ("src/util.ts",)
 
 
 def test_go_imports_resolve_to_the_package_directory_under_the_module_path() -> None:
@@ -100,7 +105,7 @@ def test_go_imports_resolve_to_the_package_directory_under_the_module_path() -> 
         },
         {"go.mod": "module example.com/shop\n\ngo 1.22\n"},
     )
-    assert r.resolve("cmd/app/main.go", "go") == (
+    assert r.resolve("cmd/app/main.go") == (
         "internal/store/cache.go",
         "internal/store/store.go",
     )
@@ -123,7 +128,7 @@ def test_java_imports_resolve_by_package_declaration() -> None:
             "src/main/java/com/shop/util/Numbers.java": java("com.shop.util"),
         }
     )
-    assert r.resolve("src/main/java/com/shop/App.java", "java") == (
+    assert r.resolve("src/main/java/com/shop/App.java") == (
         "src/main/java/com/shop/model/Item.java",
         "src/main/java/com/shop/util/Numbers.java",
         "src/main/java/com/shop/util/Strings.java",
@@ -150,10 +155,10 @@ def test_rust_mod_declarations_and_crate_super_paths() -> None:
             "src/net/server.rs": rust(),
         }
     )
-    assert r.resolve("src/lib.rs", "rust") == ("src/model.rs", "src/net/mod.rs")
-    assert r.resolve("src/model.rs", "rust") == ("src/net/client.rs",)
-    assert r.resolve("src/net/mod.rs", "rust") == ("src/net/client.rs",)
-    assert r.resolve("src/net/client.rs", "rust") == ("src/model.rs", "src/net/server.rs")
+    assert r.resolve("src/lib.rs") == ("src/model.rs", "src/net/mod.rs")
+    assert r.resolve("src/model.rs") == ("src/net/client.rs",)
+    assert r.resolve("src/net/mod.rs") == ("src/net/client.rs",)
+    assert r.resolve("src/net/client.rs") == ("src/model.rs", "src/net/server.rs")
 
 
 def test_graph_keeps_reverse_edges_and_answers_n_hop_queries() -> None:

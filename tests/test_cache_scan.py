@@ -11,7 +11,15 @@ import pytest
 import tree_sitter_language_pack
 
 from cache.languages import all_languages, from_language_id, language_for
-from cache.scan import ScannedFile, ScanReport, ScanSettings, scan, scan_roots
+from cache.scan import (
+    ScannedFile,
+    ScanReport,
+    ScanSettings,
+    SkipReason,
+    check_file,
+    scan,
+    scan_roots,
+)
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> None:
@@ -373,3 +381,47 @@ def test_a_malformed_gitignore_pattern_is_skipped_not_fatal(tmp_path: Path) -> N
     (tmp_path / "keep.py").write_text("x = 1\n")
     (tmp_path / "drop.py").write_text("y = 2\n")
     assert [f.path for f in scan(tmp_path)] == ["keep.py"]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [ScanSettings(max_file_bytes=1000), ScanSettings(exclude=("*.gen.ts", "/tools/", "lib/*.go"))],
+)
+def test_check_file_agrees_with_the_walk_on_every_file(
+    workspace: Path, settings: ScanSettings
+) -> None:
+    """One file at a time (what the editor's events need), the same verdicts as the walk:
+    every file the walk keeps, with the same fields, and none it leaves out."""
+    (workspace / "sub" / "link.py").symlink_to(workspace / "main.py")
+    kept = scanned(workspace, settings)
+    every_file = [
+        PurePath(os.path.relpath(os.path.join(folder, name), workspace)).as_posix()
+        for folder, _, names in os.walk(workspace)
+        for name in names
+    ]
+    assert len(every_file) > len(kept) > 10
+    for path in every_file:
+        verdict = check_file(workspace, path, settings)
+        if path in kept:
+            assert verdict == kept[path], path
+        else:
+            assert isinstance(verdict, SkipReason), path
+
+
+def test_check_file_of_an_unsaved_buffer(workspace: Path) -> None:
+    settings = ScanSettings(max_file_bytes=1000)
+    checked = check_file(workspace, "main.py", settings, b"print('edited')\n")
+    assert isinstance(checked, ScannedFile) and checked.size == len(b"print('edited')\n")
+    assert check_file(workspace, "new_file.py", settings, b"x = 1\n") == ScannedFile(
+        workspace, "new_file.py", 6, 0, "python"
+    )  # not on disk yet
+    assert check_file(workspace, "new_file.py", settings) == SkipReason.UNREADABLE
+    assert check_file(workspace, "main.py", settings, b"x" * 1001) == SkipReason.TOO_LARGE
+    assert check_file(workspace, "main.py", settings, b"\0\1\2") == SkipReason.BINARY
+    assert check_file(workspace, "tool", settings, b"#!/bin/sh\necho\n") == ScannedFile(
+        workspace, "tool", 15, (workspace / "tool").stat().st_mtime_ns, "bash"
+    )
+    for bad in ("../outside.py", "/etc/passwd", "a/../main.py", "./main.py", "", "sub\\x.py"):
+        assert check_file(workspace, bad, settings, b"x = 1\n") == SkipReason.OUTSIDE_ROOT
+    assert check_file(workspace, "gen/new.py", settings, b"x = 1\n") == SkipReason.IGNORED
+    assert check_file(workspace, "myenv/new.py", settings, b"x = 1\n") == SkipReason.VIRTUALENV

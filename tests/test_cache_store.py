@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import diskcache
@@ -26,18 +27,21 @@ from cache.store import SCHEMA_VERSION, ProjectStore, project_store_dir
 ROOT = Path(__file__).resolve().parent.parent
 
 
+OUTLINE = Outline(
+    "python",
+    (
+        Definition("class", "Item", "Item", "class Item:", "An item.", 0, 9),
+        Definition("method", "add", "Item.add", "def add(self, n: int) -> None:", None, 3, 5),
+    ),
+    (ImportRef("..models", ("Base",), 1), ImportRef("os")),
+)
+
+
 def record(path: str, version: int = 0) -> FileRecord:
-    outline = Outline(
-        "python",
-        (
-            Definition("class", "Item", "Item", "class Item:", "An item.", 0, 9),
-            Definition("method", "add", "Item.add", "def add(self, n: int) -> None:", None, 3, 5),
-        ),
-        (ImportRef("..models", ("Base",), 1), ImportRef("os")),
-    )
+    """A record as the store gives it back: without its outline."""
     return FileRecord(
         path, "python", 100 + version, 1_700_000_000_000_000_000 + version,
-        f"{version:016x}", outline, ("models.py",),
+        f"{version:016x}", None, ("models.py",), (("..models", ("Base",)), ("os", ())),
     )  # fmt: skip
 
 
@@ -78,6 +82,24 @@ def test_round_trip_upsert_and_delete(workspace: Path, cache_root: Path) -> None
         assert store.size_bytes() > 0
     with ProjectStore(workspace, cache_root) as store:
         assert store.load() == {"a.py": records["a.py"], "pkg/b.py": record("pkg/b.py", 2)}
+
+
+def test_outlines_are_kept_apart_under_the_digest_they_were_made_from(
+    workspace: Path, cache_root: Path
+) -> None:
+    a, b = record("a.py"), record("b.py")
+    with ProjectStore(workspace, cache_root) as store:
+        store.save({"a.py": replace(a, outline=OUTLINE)}, outlines=[("b.py", "feed", OUTLINE)])
+        store.save({"b.py": b})
+    with ProjectStore(workspace, cache_root) as store:
+        assert store.load() == {"a.py": a, "b.py": b}  # records only, never an outline
+        assert store.load_outline("a.py", a.digest) == OUTLINE
+        assert store.load_outline("a.py", "another digest") is None  # the file changed since
+        assert store.load_outline("b.py", "feed") == OUTLINE
+        assert store.load_outline("c.py", "feed") is None
+        store.save({}, removed=["a.py"])
+        assert store.load_outline("a.py", a.digest) is None
+        assert store.load() == {"b.py": b}
 
 
 def test_save_rejects_a_record_under_another_path(workspace: Path, cache_root: Path) -> None:
@@ -138,7 +160,7 @@ def test_another_schema_version_is_discarded(
 
     store, warnings = reopened_after(workspace, cache_root, caplog, other_schema)
     assert len(warnings) == 1
-    assert "schema version 2, not 1" in warnings[0]
+    assert f"schema version {SCHEMA_VERSION + 1}, not {SCHEMA_VERSION}" in warnings[0]
     assert str(store.path) in warnings[0]
     assert_rebuilt(store)
 
@@ -218,19 +240,74 @@ def test_hostile_pickles_are_never_unpickled(
     assert_rebuilt(store)
 
 
+@pytest.mark.parametrize(
+    "state",
+    [
+        ("python", 1, 2, "digest", ("a.py",), (("os", ()),)),  # a field short
+        ("python", 1, 2, "digest", ("a.py",), (("os", ["not", "a tuple"]),), ""),
+        ("python", "1", 2, "digest", (), (), ""),
+    ],
+)
 def test_a_record_unpickling_into_something_else_is_discarded(
-    workspace: Path, cache_root: Path, caplog: pytest.LogCaptureFixture
+    workspace: Path, cache_root: Path, caplog: pytest.LogCaptureFixture, state: tuple[object, ...]
 ) -> None:
     def wrong_record(store_dir: Path) -> None:
-        buffer = io.BytesIO()
-        store_module._RecordPickler(buffer, protocol=5).dump(record("other.py"))
-        payload = buffer.getvalue()
+        payload = pickle.dumps(state, protocol=5)
         with raw_cache(store_dir) as cache:
             cache.set("file:a.py", xxhash.xxh3_64_digest(payload) + payload)
 
     store, warnings = reopened_after(workspace, cache_root, caplog, wrong_record)
     assert len(warnings) == 1
-    assert "not that file's record" in warnings[0]
+    assert "is not a record" in warnings[0]
+    assert_rebuilt(store)
+
+
+def test_a_record_naming_a_class_is_discarded(
+    workspace: Path, cache_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Records are plain tuples: even the model's own classes are refused in one."""
+
+    def a_class(store_dir: Path) -> None:
+        buffer = io.BytesIO()
+        store_module._RecordPickler(buffer, protocol=5).dump(OUTLINE)
+        payload = buffer.getvalue()
+        with raw_cache(store_dir) as cache:
+            cache.set("file:a.py", xxhash.xxh3_64_digest(payload) + payload)
+
+    store, warnings = reopened_after(workspace, cache_root, caplog, a_class)
+    assert len(warnings) == 1
+    assert "refers to cache.model.Outline" in warnings[0]
+    assert_rebuilt(store)
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "hostile pickle", "not an outline"])
+def test_a_damaged_outline_is_never_trusted(
+    workspace: Path,
+    cache_root: Path,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    damage: str,
+) -> None:
+    marker = tmp_path / "unpickled"
+    with ProjectStore(workspace, cache_root) as store:
+        store.save({"a.py": replace(record("a.py"), outline=OUTLINE)})
+        store_dir = store.path
+    with raw_cache(store_dir) as cache:
+        blob = bytearray(cache.get("outline:a.py"))
+        if damage == "flipped byte":
+            blob[-5] ^= 0xFF
+        else:
+            thing = _Trap(marker) if damage == "hostile pickle" else ("digest", "no outline")
+            payload = pickle.dumps(thing)
+            blob = bytearray(xxhash.xxh3_64_digest(payload) + payload)
+        cache.set("outline:a.py", bytes(blob))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cache.store"):
+        store = ProjectStore(workspace, cache_root)
+        assert store.load() == {"a.py": record("a.py")}  # records are read without outlines
+        assert store.load_outline("a.py", record("a.py").digest) is None
+    assert not marker.exists()
+    assert len(discard_warnings(caplog)) == 1
     assert_rebuilt(store)
 
 
