@@ -89,7 +89,9 @@ def test_the_server_answers_a_task_in_the_baselines_format(
     assert event["body"]["temperature"] == 0
     assert event["body"]["max_tokens"] == 64
     prompt = event["prompt"]
-    assert prompt.startswith("<|repo_name|>tinypkg\n<|file_sep|>tinypkg/main.py\n")
+    assert prompt.startswith("<|repo_name|>tinypkg\n")
+    assert "<|file_sep|>tinypkg/util.py\ndef helper(a, b):" in prompt  # the module's definition
+    assert "<|file_sep|>tinypkg/main.py\n<|fim_prefix|>" in prompt
     assert "    y = util.<|fim_suffix|>\n    return y\n" in prompt  # the rest of the line cut
 
     again = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
