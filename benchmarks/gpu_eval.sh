@@ -10,7 +10,9 @@
 #   carry [".gpu/wheels", ".gpu/eval/dev.tar.xz"], timeout_s 600:
 #   bash benchmarks/gpu_eval.sh
 # Env: ENDPOINT (http://127.0.0.1:8000/v1), MODEL (default: first of GET /models),
-#   LIMIT (first N tasks only), STRATEGIES ("in-file bm25 oracle headstart"),
+#   LIMIT (first N tasks only), STRATEGIES ("in-file bm25 oracle headstart"; a variant of
+#   Headstart's settings runs as "NAME@key=value,key=value", e.g.
+#   "headstart-4k@contextTokens=4096"),
 #   PYTHON (python3), STAGE (.gpu of this checkout), HS_SITE (~/hs-site: our packages),
 #   HS_WORK (~/hs-eval: unpacked tasks), RESUME=1 (keep $HS_WORK/results.jsonl and run only
 #   the tasks missing from it, e.g. after a call was cut short; the machine must still be warm).
@@ -89,10 +91,16 @@ failed=0
 for strategy in $strategies; do
   step "$strategy"
   started=$SECONDS
-  if [ "$strategy" = headstart ]; then
+  if [[ "$strategy" == headstart* ]]; then
+    # "headstart-4k@contextTokens=4096,suffixShare=0.1": a variant under its own name
+    name=${strategy%%@*}; sets=()
+    if [[ "$strategy" == *@* ]]; then
+      IFS=, read -ra pairs <<< "${strategy#*@}"
+      for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
+    fi
     "$py" "$repo/benchmarks/repo_eval.py" --tasks "$tasks" --endpoint "$endpoint" \
-      --out "$results" --server-log-dir "$work/server-logs" "${limit[@]}" "${model[@]}" \
-      || failed=1
+      --out "$results" --server-log-dir "$work/server-logs/$name" --strategy "$name" \
+      "${sets[@]}" "${limit[@]}" "${model[@]}" || failed=1
   else
     "$py" "$work/tools/run_baselines.py" --tasks "$tasks" --endpoint "$endpoint" \
       --strategy "$strategy" --out "$results" "${limit[@]}" "${model[@]}" \

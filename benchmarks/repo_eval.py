@@ -45,6 +45,19 @@ from server.metrics import percentile  # noqa: E402
 STRATEGY = "headstart"
 
 
+def completion_overrides(pairs: list[str]) -> dict[str, Any]:
+    """`--set contextTokens=4096` pairs as completion settings (values read as JSON when
+    they parse, else as strings), to compare configurations under their own strategy names."""
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        try:
+            overrides[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            overrides[key.strip()] = raw
+    return overrides
+
+
 def eval_settings(endpoint: str, model: str, timeout_s: float) -> dict[str, Any]:
     """initializationOptions for the eval: the typing timeouts raised, greedy decoding."""
     wait_ms = int(min(timeout_s * 1000, 300_000))
@@ -127,6 +140,7 @@ async def run_repo(
     log_file = args.server_log_dir / f"{package}.log" if args.server_log_dir else None
     env = server_env(args.endpoint, work / "cache", log_file)
     settings = eval_settings(args.endpoint, model, args.timeout)
+    settings["completion"].update(completion_overrides(args.set))
     started = time.monotonic()
     async with EditorSession(workspace, settings, server_env=env) as editor:
         run.indexed = await editor.wait_until_indexed(args.index_timeout)
@@ -241,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
         "--index-timeout", type=float, default=600, help="seconds to wait for indexing"
     )
     parser.add_argument("--server-log-dir", type=Path, help="one server log per package here")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a completion setting for this run, e.g. contextTokens=4096 (repeatable)",
+    )
     args = parser.parse_args(argv)
     args.endpoint = args.endpoint.rstrip("/")
     args.root = args.root or args.tasks.parent

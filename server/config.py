@@ -79,8 +79,6 @@ class CompletionSettings(_Section):
     max_tokens: int = Field(64, ge=1, le=2048, description="Token cap, single-line mode.")
     multiline_max_tokens: int = Field(128, ge=1, le=4096, description="Token cap, block mode.")
     max_lines: int = Field(12, ge=1, le=200, description="Line cap in block mode.")
-    prefix_chars: int = Field(6_000, ge=0, le=1_000_000, description="Prefix budget.")
-    suffix_chars: int = Field(1_500, ge=0, le=1_000_000, description="Suffix budget.")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_file_bytes: int = Field(
         2_000_000, ge=1_000, description="Larger documents get no completions."
@@ -97,12 +95,11 @@ class CompletionSettings(_Section):
         None, description="tokenizer.json, or a model folder holding one, for token counts."
     )
     context_tokens: int = Field(
-        2048, ge=64, le=131_072, description="Token budget of the whole prompt."
+        4096, ge=64, le=131_072, description="Token budget of the whole prompt."
     )
-    prefix_share: float = Field(0.5, ge=0.0, le=1.0, description="Share for the prefix.")
-    suffix_share: float = Field(0.15, ge=0.0, le=1.0, description="Share for the suffix.")
+    suffix_share: float = Field(0.1, ge=0.0, le=0.9, description="Most the suffix may take.")
     cross_file_share: float = Field(
-        0.35, ge=0.0, le=1.0, description="Share for other files' snippets."
+        0.4, ge=0.0, le=0.9, description="Most other files' snippets may take."
     )
 
     @field_validator("tokenizer")
@@ -114,12 +111,11 @@ class CompletionSettings(_Section):
 
     @model_validator(mode="after")
     def _shares_fit(self) -> Self:
-        total = self.prefix_share + self.suffix_share + self.cross_file_share
-        if total > 1.0 + 1e-9:
+        total = self.suffix_share + self.cross_file_share
+        if total > 0.9 + 1e-9:
             raise ValueError(
-                "prefixShare + suffixShare + crossFileShare must add up to at most 1, "
-                f"got {self.prefix_share:g} + {self.suffix_share:g} + "
-                f"{self.cross_file_share:g} = {total:g}"
+                "suffixShare + crossFileShare must leave at least 0.1 for the prefix, "
+                f"got {self.suffix_share:g} + {self.cross_file_share:g} = {total:g}"
             )
         return self
 

@@ -97,6 +97,8 @@ STICKY_SCORE: Final = 60.0
 """Its score then: above related files (< 50), below any name near the cursor (>= 100)."""
 STICKY_BONUS: Final = 5.0
 DUPLICATE_JACCARD: Final = 0.85
+MIN_CUT_TOKENS: Final = 64
+"""A snippet too long for the room left is cut to fit when at least this much fits."""
 IN_WINDOW_SHARE: Final = 0.85
 """A snippet with at least this share of its lines already in the window is dropped."""
 GUESS_CHARS_PER_TOKEN: Final = 6
@@ -1253,7 +1255,9 @@ def build_context(
             continue
         cost = overhead(snippet.path) + count(snippet.text)
         if used + cost > cap:
-            continue
+            snippet, cost = _cut_to_fit(snippet, cap - used, count, overhead)
+            if not snippet.text:
+                continue
         if any(_near_duplicate(snippet, other) for other in chosen):
             continue
         chosen.append(snippet)
@@ -1271,6 +1275,21 @@ def build_context(
         tokens=used + suffix_tokens + prefix_tokens,
         cursor=cursor,
     )
+
+
+def _cut_to_fit(
+    snippet: Snippet, room: int, count: Count, overhead: Overhead
+) -> tuple[Snippet, int]:
+    """The head of a snippet too long for the room left, cut at a line end, when enough of
+    it fits to be worth showing (a big class's header, docstring and first members say
+    more than a small unrelated file); else a snippet with no text."""
+    room -= overhead(snippet.path)
+    if room < MIN_CUT_TOKENS:
+        return replace(snippet, text=""), 0
+    text, tokens = fit_suffix(snippet.text, room, count)
+    if tokens < MIN_CUT_TOKENS:
+        return replace(snippet, text=""), 0
+    return replace(snippet, text=text), tokens + overhead(snippet.path)
 
 
 def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:

@@ -289,9 +289,6 @@ TEMPLATES: dict[str, PromptTemplate] = {
 }
 """Every template, by family name (the values of `completion.template` besides "auto")."""
 
-QWEN_FIM_STOPS = TEMPLATES["qwen"].stop
-QWEN_FIM_STOP_IDS = TEMPLATES["qwen"].stop_token_ids
-
 DEFAULT_FAMILY = "qwen"
 
 _NAME_HINTS = (
@@ -341,39 +338,3 @@ def choose_template(
             )
         family = found or DEFAULT_FAMILY
     return TEMPLATES[family].with_tokenizer(counter)
-
-
-def clip_prefix(prefix: str, budget: int) -> str:
-    """The last `budget` characters of `prefix`, starting at a line start when possible."""
-    if len(prefix) <= budget:
-        return prefix
-    clipped = prefix[len(prefix) - budget :]
-    newline = clipped.find("\n")
-    return clipped[newline + 1 :] if newline != -1 else clipped
-
-
-def clip_suffix(suffix: str, budget: int) -> str:
-    """The first `budget` characters of `suffix`, ending at a line end when possible."""
-    if len(suffix) <= budget:
-        return suffix
-    clipped = suffix[:budget]
-    newline = clipped.rfind("\n")
-    return clipped[: newline + 1] if newline != -1 else clipped
-
-
-def qwen_fim_prompt(
-    prefix: str,
-    suffix: str,
-    *,
-    repo_name: str,
-    file_path: str,
-    prefix_chars: int,
-    suffix_chars: int,
-) -> FimPrompt:
-    """The current file only, in the Qwen template, cut to character budgets."""
-    return TEMPLATES["qwen"].prompt(
-        repo_name=repo_name,
-        file_path=file_path,
-        prefix=clip_prefix(prefix, prefix_chars),
-        suffix=clip_suffix(suffix, suffix_chars),
-    )

@@ -69,19 +69,14 @@ def test_languages_switch_completion_per_language_id() -> None:
 def test_prompt_settings_have_defaults_and_take_camel_case() -> None:
     completion = load_settings(environ={}).completion
     assert completion.template == "auto" and completion.tokenizer is None
-    assert completion.context_tokens == 2048
-    assert (completion.prefix_share, completion.suffix_share, completion.cross_file_share) == (
-        0.5,
-        0.15,
-        0.35,
-    )
+    assert completion.context_tokens == 4096
+    assert (completion.suffix_share, completion.cross_file_share) == (0.1, 0.4)
     completion = load_settings(
         {
             "completion": {
                 "template": "deepseek",
                 "tokenizer": "/models/coder/tokenizer.json",
                 "contextTokens": 4096,
-                "prefixShare": 0.6,
                 "suffixShare": 0.2,
                 "crossFileShare": 0.2,
             }
@@ -91,7 +86,7 @@ def test_prompt_settings_have_defaults_and_take_camel_case() -> None:
     assert completion.template == "deepseek"
     assert completion.tokenizer == "/models/coder/tokenizer.json"
     assert completion.context_tokens == 4096
-    assert completion.prefix_share + completion.suffix_share + completion.cross_file_share == 1.0
+    assert (completion.suffix_share, completion.cross_file_share) == (0.2, 0.2)
 
 
 def test_bad_prompt_settings_are_named() -> None:
@@ -114,6 +109,6 @@ def test_bad_prompt_settings_are_named() -> None:
     assert "completion.suffixShare" in message
 
 
-def test_budget_shares_must_add_up_to_at_most_one() -> None:
-    with pytest.raises(SettingsError, match=r"crossFileShare must add up to at most 1.*= 1\.2"):
-        load_settings({"completion": {"prefixShare": 0.7, "crossFileShare": 0.35}}, environ={})
+def test_budget_shares_must_leave_room_for_the_prefix() -> None:
+    with pytest.raises(SettingsError, match=r"leave at least 0\.1 for the prefix.*= 0\.95"):
+        load_settings({"completion": {"suffixShare": 0.5, "crossFileShare": 0.45}}, environ={})
