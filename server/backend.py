@@ -62,6 +62,8 @@ class ModelInfo:
     id: str
     owned_by: str
     max_model_len: int | None
+    root: str | None = None
+    """Where vLLM loaded the model from (a local folder, or a hub name): the tokenizer's home."""
 
 
 class CompletionBackend:
@@ -111,7 +113,12 @@ class CompletionBackend:
         body = await self._get_json("/models")
         try:
             return [
-                ModelInfo(str(m["id"]), str(m.get("owned_by", "")), m.get("max_model_len"))
+                ModelInfo(
+                    str(m["id"]),
+                    str(m.get("owned_by", "")),
+                    m.get("max_model_len"),
+                    str(m["root"]) if isinstance(m.get("root"), str) else None,
+                )
                 for m in body["data"]
             ]
         except (KeyError, TypeError) as exc:

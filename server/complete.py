@@ -9,29 +9,57 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import os
 import time
 from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from server.backend import BackendError, CompletionBackend, CompletionRequest, StreamStats
+from server.backend import (
+    BackendError,
+    CompletionBackend,
+    CompletionRequest,
+    ModelInfo,
+    StreamStats,
+)
 from server.config import CompletionSettings
-from server.prompt import qwen_fim_prompt
-from server.stops import CursorShape, Mode, analyse_cursor, apply_stops, salvage
+from server.context import Budget, ContextBuilder
+from server.prompt import PromptTemplate, choose_template
+from server.stops import CursorShape, Mode, apply_stops, salvage
+from server.tokens import TokenCounter, load_token_counter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+NO_PROJECT = ContextBuilder(None)
+"""The builder for files outside any indexed root (or before indexing ends): the current
+file alone."""
+
 
 @dataclass(frozen=True)
 class CursorContext:
-    """A document's text and the cursor offset in it (code points)."""
+    """A document's text and the cursor offset in it (code points), and where it lives."""
 
     text: str
     offset: int
     file_path: str
+    """Relative to its workspace root, as prompts and the project index name it."""
     repo_name: str
+    language: str | None = None
+    builder: ContextBuilder = NO_PROJECT
+
+
+@dataclass(frozen=True)
+class Prompting:
+    """How prompts are written and measured for the served model."""
+
+    template: PromptTemplate
+    counter: TokenCounter
+
+
+DEFAULT_PROMPTING = Prompting(choose_template("qwen", None), TokenCounter())
 
 
 @dataclass
@@ -42,19 +70,51 @@ class Suggestion:
     error: str | None = None
 
 
+def tokenizer_home(model: ModelInfo) -> str:
+    """Where the model's tokenizer may be: the folder vLLM loaded it from, else its name."""
+    if model.root and os.path.isabs(model.root):
+        return model.root
+    return model.id
+
+
+def budget_for(settings: CompletionSettings, prompting: Prompting, ctx: CursorContext) -> Budget:
+    """The token budget of the context: the total less the template's own fixed parts."""
+    template, count = prompting.template, prompting.counter.count
+    bare = template.render(repo_name=ctx.repo_name, file_path=ctx.file_path, prefix="", suffix="")
+    return Budget(
+        total=settings.context_tokens,
+        suffix_share=settings.suffix_share,
+        cross_file_share=settings.cross_file_share,
+        reserved=count(bare),
+    )
+
+
 def plan_request(
-    ctx: CursorContext, settings: CompletionSettings
+    ctx: CursorContext, settings: CompletionSettings, prompting: Prompting = DEFAULT_PROMPTING
 ) -> tuple[CompletionRequest, CursorShape]:
     """The request to send for this cursor, and the shape its stop rules need."""
-    prefix, suffix = ctx.text[: ctx.offset], ctx.text[ctx.offset :]
-    shape = analyse_cursor(prefix, suffix, settings.max_lines)
-    prompt = qwen_fim_prompt(
-        prefix,
-        suffix,
+    template, counter = prompting.template, prompting.counter
+
+    def overhead(path: str) -> int:
+        return counter.count(template.snippet(path, "")) + 1
+
+    context = ctx.builder.build(
+        ctx.file_path,
+        ctx.text,
+        ctx.offset,
+        ctx.language,
+        budget_for(settings, prompting, ctx),
+        counter.count_lines,
+        overhead,
+    )
+    assert context.cursor is not None  # build() always analyses the cursor
+    shape = dataclasses.replace(context.cursor.shape, max_lines=settings.max_lines)
+    prompt = template.prompt(
         repo_name=ctx.repo_name,
+        snippets=context.files(),
         file_path=ctx.file_path,
-        prefix_chars=settings.prefix_chars,
-        suffix_chars=settings.suffix_chars,
+        prefix=context.prefix,
+        suffix=context.suffix,
     )
     request = CompletionRequest(
         prompt=prompt.text,
@@ -73,10 +133,29 @@ class Completer:
 
     def __init__(self, backend: CompletionBackend) -> None:
         self.backend = backend
+        self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
+
+    async def prompting(self, settings: CompletionSettings) -> Prompting:
+        """The template and token counter for the served model; the tokenizer is loaded
+        once per model (~0.4 s, off the event loop)."""
+        model = await self.backend.model()
+        key = (settings.template, settings.tokenizer, model.id)
+        if key not in self._prompting:
+            counter = await asyncio.to_thread(
+                load_token_counter, settings.tokenizer, tokenizer_home(model)
+            )
+            template = choose_template(settings.template, model.id, counter)
+            self._prompting[key] = Prompting(template, counter)
+        return self._prompting[key]
 
     async def complete(self, ctx: CursorContext, settings: CompletionSettings) -> Suggestion:
         started = time.perf_counter()
-        request, shape = plan_request(ctx, settings)
+        try:
+            prompting = await self.prompting(settings)
+        except BackendError as exc:  # the stream would fail the same way: say so once
+            log.warning("backend: %s", exc)
+            return Suggestion(text="", mode=Mode.LINE, error=str(exc))
+        request, shape = plan_request(ctx, settings, prompting)
         stats = StreamStats()
         prompt_ms = (stats.started - started) * 1000
         text, error = await self._stream_until_stop(request, shape, stats)

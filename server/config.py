@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
@@ -62,14 +69,16 @@ class BackendSettings(_Section):
         return value.rstrip("/")
 
 
+TemplateName = Literal["auto", "qwen", "starcoder2", "deepseek", "codellama", "codestral"]
+"""`completion.template`: "auto" (from the served model's name) or a family of server.prompt."""
+
+
 class CompletionSettings(_Section):
-    """How a suggestion is asked for and cut."""
+    """How a suggestion is asked for and cut, and how its prompt is built."""
 
     max_tokens: int = Field(64, ge=1, le=2048, description="Token cap, single-line mode.")
     multiline_max_tokens: int = Field(128, ge=1, le=4096, description="Token cap, block mode.")
     max_lines: int = Field(12, ge=1, le=200, description="Line cap in block mode.")
-    prefix_chars: int = Field(6_000, ge=0, le=1_000_000, description="Prefix budget.")
-    suffix_chars: int = Field(1_500, ge=0, le=1_000_000, description="Suffix budget.")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_file_bytes: int = Field(
         2_000_000, ge=1_000, description="Larger documents get no completions."
@@ -78,6 +87,37 @@ class CompletionSettings(_Section):
         default_factory=lambda: {"*": True, "plaintext": False},
         description="Per languageId on/off; '*' is the default for the rest.",
     )
+
+    template: TemplateName = Field(
+        "auto", description="Prompt template family; auto = from the model name."
+    )
+    tokenizer: str | None = Field(
+        None, description="tokenizer.json, or a model folder holding one, for token counts."
+    )
+    context_tokens: int = Field(
+        4096, ge=64, le=131_072, description="Token budget of the whole prompt."
+    )
+    suffix_share: float = Field(0.1, ge=0.0, le=0.9, description="Most the suffix may take.")
+    cross_file_share: float = Field(
+        0.4, ge=0.0, le=0.9, description="Most other files' snippets may take."
+    )
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _non_empty_path(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a path to tokenizer.json or a model folder, or null")
+        return value
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> Self:
+        total = self.suffix_share + self.cross_file_share
+        if total > 0.9 + 1e-9:
+            raise ValueError(
+                "suffixShare + crossFileShare must leave at least 0.1 for the prefix, "
+                f"got {self.suffix_share:g} + {self.cross_file_share:g} = {total:g}"
+            )
+        return self
 
     def enabled_for(self, language_id: str) -> bool:
         return self.languages.get(language_id, self.languages.get("*", True))

@@ -1,7 +1,8 @@
 """A scripted editor: spawns `headstart serve` and drives it over LSP, key by key.
 
-Used by `headstart demo` and the latency benchmark, so both measure what an editor sees:
-the time from sending textDocument/inlineCompletion to receiving the reply.
+Used by `headstart demo`, the latency benchmark and the repository-level quality benchmark,
+so all of them measure what an editor sees: the time from sending
+textDocument/inlineCompletion to receiving the reply, and the text it would show.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def vscode_like_capabilities() -> types.ClientCapabilities:
             synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
             inline_completion=types.InlineCompletionClientCapabilities(),
         ),
+        window=types.WindowClientCapabilities(work_done_progress=True),
         general=types.GeneralClientCapabilities(
             position_encodings=[types.PositionEncodingKind.Utf16]
         ),
@@ -52,6 +54,9 @@ class EditorSession:
 
     def __post_init__(self) -> None:
         self.client = LanguageClient("headstart-editor", "1")
+        self.indexed = asyncio.Event()
+        """Set when the server ends its indexing progress (whether indexing succeeded)."""
+        self._progress_titles: dict[types.ProgressToken, str] = {}
 
         @self.client.feature(types.WINDOW_LOG_MESSAGE)
         def on_log(params: types.LogMessageParams) -> None:
@@ -61,6 +66,20 @@ class EditorSession:
         @self.client.feature(types.WORKSPACE_CONFIGURATION)
         def on_configuration(params: types.ConfigurationParams) -> list[object]:
             return [None for _ in params.items]
+
+        @self.client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def on_progress_create(params: types.WorkDoneProgressCreateParams) -> None:
+            self._progress_titles[params.token] = ""
+
+        @self.client.feature(types.PROGRESS)
+        def on_progress(params: types.ProgressParams) -> None:
+            value = params.value if isinstance(params.value, dict) else {}
+            if value.get("kind") == "begin":
+                self._progress_titles[params.token] = str(value.get("title", ""))
+            elif value.get("kind") == "end" and "index" in self._progress_titles.get(
+                params.token, ""
+            ):
+                self.indexed.set()
 
     async def __aenter__(self) -> EditorSession:
         await self.client.start_io(sys.executable, "-m", "server", "serve", env=self.server_env)
@@ -91,6 +110,14 @@ class EditorSession:
         self.client.exit(None)
         await self.client.stop()
         self._stderr_reader.cancel()
+
+    async def wait_until_indexed(self, timeout_s: float) -> bool:
+        """Wait for the server's indexing progress to end; False if it did not in time."""
+        try:
+            await asyncio.wait_for(self.indexed.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     def open(self, path: Path, text: str, language_id: str = "python") -> OpenDocument:
         document = OpenDocument(path_to_uri(path), text.split("\n"))
@@ -125,7 +152,11 @@ class EditorSession:
     async def inline_completion(
         self, document: OpenDocument, line: int, column: int
     ) -> tuple[str, float]:
-        """The first suggestion's text ('' if none) and the round trip in milliseconds."""
+        """The first suggestion's text ('' if none) and the round trip in milliseconds.
+
+        The text is what the editor would insert at the cursor: when the item's range starts
+        before the cursor, the part of it that is already typed there is left out.
+        """
         started = time.perf_counter()
         result = await self.client.text_document_inline_completion_async(
             types.InlineCompletionParams(
@@ -138,13 +169,30 @@ class EditorSession:
         )
         latency_ms = (time.perf_counter() - started) * 1000
         items = result.items if isinstance(result, types.InlineCompletionList) else result or []
-        text = items[0].insert_text if items else ""
-        return (text if isinstance(text, str) else text.value), latency_ms
+        if not items:
+            return "", latency_ms
+        text = items[0].insert_text
+        text = text if isinstance(text, str) else text.value
+        start = items[0].range.start if items[0].range else None
+        if start is not None and (start.line, start.character) < (line, column):
+            typed = _text_between(document.lines, start, types.Position(line, column))
+            text = text[len(typed) :] if text.startswith(typed) else text
+        return text, latency_ms
 
     def close(self, document: OpenDocument) -> None:
         self.client.text_document_did_close(
             types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=document.uri))
         )
+
+
+def _text_between(lines: list[str], start: types.Position, end: types.Position) -> str:
+    """The document text from `start` to `end` (characters counted as code points)."""
+    if start.line == end.line:
+        return lines[start.line][start.character : end.character]
+    middle = lines[start.line + 1 : end.line]
+    return "\n".join(
+        [lines[start.line][start.character :], *middle, lines[end.line][: end.character]]
+    )
 
 
 async def _drain(stream: asyncio.StreamReader | None) -> None:

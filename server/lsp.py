@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,6 +20,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
+from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
 from server.backend import CompletionBackend
@@ -28,6 +29,7 @@ from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
+from server.sync import WorkspaceSync
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
@@ -50,6 +52,7 @@ class HeadstartServer(LanguageServer):
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
         self.project = ProjectCache()
+        self.sync = WorkspaceSync(self.project)
         self._indexing: asyncio.Task[None] | None = None
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
@@ -114,7 +117,33 @@ class HeadstartServer(LanguageServer):
                     token, types.WorkDoneProgressEnd(message=f"{files} files indexed")
                 )
 
+    async def watch_files(self) -> None:
+        """Ask the editor to report file changes on disk, where it can register that."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if not (watched and watched.dynamic_registration):
+            log.info(
+                "the editor cannot watch files for Headstart; files changed outside it are "
+                "re-read at the next start"
+            )
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+        )
+        registration = types.Registration(
+            id=f"headstart-watch-{uuid.uuid4()}",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=options,
+        )
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(registrations=[registration])
+            )
+        except Exception as exc:
+            log.warning("the editor refused to watch files for Headstart: %s", exc)
+
     async def stop_indexing(self) -> None:
+        self.sync.close()
         self.project.stop()
         if self._indexing is not None and not self._indexing.done():
             self._indexing.cancel()
@@ -144,11 +173,25 @@ class HeadstartServer(LanguageServer):
         offset = checked_offset(document, position)
         path = uri_to_path(uri)
         roots = self.workspace_roots()
+        language = from_language_id(document.language_id or "")
+        place = self.project.locate(path) if path is not None else None
+        if path is not None and path != self.project.active:
+            self.project.activate(path)
+        if place is None:
+            return CursorContext(
+                text=document.source,
+                offset=offset,
+                file_path=display_path(path, roots) if path else uri.rsplit("/", 1)[-1],
+                repo_name=roots[0].name if roots else "workspace",
+                language=language,
+            )
         return CursorContext(
             text=document.source,
             offset=offset,
-            file_path=display_path(path, roots) if path else uri.rsplit("/", 1)[-1],
-            repo_name=roots[0].name if roots else "workspace",
+            file_path=place.relative,
+            repo_name=place.root.path.name,
+            language=language or language_for(PurePosixPath(place.relative)),
+            builder=place.root.builder,
         )
 
     def _unsuitable(self, document: TextDocument) -> bool:
@@ -240,6 +283,7 @@ def initial_options(options: object) -> dict[str, Any]:
 async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
     await pull_configuration(ls)
     ls.start_indexing()
+    await ls.watch_files()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -272,9 +316,42 @@ async def pull_configuration(ls: HeadstartServer) -> None:
         log.error("the %r settings section must be an object, got %r", SECTION, section)
 
 
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.opened(path, params.text_document.text)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: HeadstartServer, params: types.DidChangeTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    document = ls.workspace.text_documents.get(unquote(params.text_document.uri))
+    if path is not None and document is not None:
+        ls.sync.changed(path, document.source)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.saved(path)
+
+
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.closed(path)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(
+    ls: HeadstartServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    paths = [uri_to_path(change.uri) for change in params.changes]
+    ls.sync.disk_changed([path for path in paths if path is not None])
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())

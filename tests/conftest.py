@@ -89,6 +89,17 @@ def workspace(tmp_path: Path) -> Path:
 async def start_session(
     client: LanguageClient, editor: str, workspace: Path, options: object
 ) -> None:
+    """initialize + initialized as `editor` would send them, on a copy of the workspace.
+
+    Like a real editor, the client accepts the capabilities the server registers
+    (`client.registrations` keeps them)."""
+    registrations: list[types.Registration] = []
+    client.registrations = registrations  # type: ignore[attr-defined]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        registrations.extend(params.registrations)
+
     uri = workspace.as_uri()
     await client.initialize_session(
         types.InitializeParams(

@@ -64,3 +64,51 @@ def test_languages_switch_completion_per_language_id() -> None:
     assert settings.completion.enabled_for("python")
     assert not settings.completion.enabled_for("go")
     assert not load_settings(environ={}).completion.enabled_for("plaintext")
+
+
+def test_prompt_settings_have_defaults_and_take_camel_case() -> None:
+    completion = load_settings(environ={}).completion
+    assert completion.template == "auto" and completion.tokenizer is None
+    assert completion.context_tokens == 4096
+    assert (completion.suffix_share, completion.cross_file_share) == (0.1, 0.4)
+    completion = load_settings(
+        {
+            "completion": {
+                "template": "deepseek",
+                "tokenizer": "/models/coder/tokenizer.json",
+                "contextTokens": 4096,
+                "suffixShare": 0.2,
+                "crossFileShare": 0.2,
+            }
+        },
+        environ={},
+    ).completion
+    assert completion.template == "deepseek"
+    assert completion.tokenizer == "/models/coder/tokenizer.json"
+    assert completion.context_tokens == 4096
+    assert (completion.suffix_share, completion.cross_file_share) == (0.2, 0.2)
+
+
+def test_bad_prompt_settings_are_named() -> None:
+    with pytest.raises(SettingsError) as error:
+        load_settings(
+            {
+                "completion": {
+                    "template": "gpt",
+                    "tokenizer": " ",
+                    "contextTokens": 10,
+                    "suffixShare": -0.1,
+                }
+            },
+            environ={},
+        )
+    message = str(error.value)
+    assert "completion.template" in message and "'codestral'" in message
+    assert "completion.tokenizer" in message and "tokenizer.json" in message
+    assert "completion.contextTokens" in message
+    assert "completion.suffixShare" in message
+
+
+def test_budget_shares_must_leave_room_for_the_prefix() -> None:
+    with pytest.raises(SettingsError, match=r"leave at least 0\.1 for the prefix.*= 0\.95"):
+        load_settings({"completion": {"suffixShare": 0.5, "crossFileShare": 0.45}}, environ={})

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# ON THE GPU MACHINE: the repository-level benchmark (../shared/eval) for the eval's in-file,
+# BM25 and oracle prompts and for Headstart through `headstart serve`, all against the same
+# vLLM; scores them side by side. Writes under $OUT: results.jsonl, scores.txt, run.log,
+# server_logs.tar.gz.
+#
+# Before (here, PyPI reachable; see benchmarks/README.md):
+#   benchmarks/stage_gpu_eval.sh          # -> .gpu/wheels (~35 MB), .gpu/eval/dev.tar.xz (~7 MB)
+# On the device, once vLLM serves the model at $ENDPOINT (../shared/tools/gpu/README.md):
+#   carry [".gpu/wheels", ".gpu/eval/dev.tar.xz"], timeout_s 600:
+#   bash benchmarks/gpu_eval.sh
+# Env: ENDPOINT (http://127.0.0.1:8000/v1), MODEL (default: first of GET /models),
+#   LIMIT (first N tasks only), STRATEGIES ("in-file bm25 oracle headstart"; a variant of
+#   Headstart's settings runs as "NAME@key=value,key=value", e.g.
+#   "headstart-4k@contextTokens=4096"),
+#   PYTHON (python3), STAGE (.gpu of this checkout), HS_SITE (~/hs-site: our packages),
+#   HS_WORK (~/hs-eval: unpacked tasks), RESUME=1 (keep $HS_WORK/results.jsonl and run only
+#   the tasks missing from it, e.g. after a call was cut short; the machine must still be warm).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-python3}
+endpoint=${ENDPOINT:-http://127.0.0.1:8000/v1}
+stage=${STAGE:-$repo/.gpu}
+site=${HS_SITE:-$HOME/hs-site}
+work=${HS_WORK:-$HOME/hs-eval}
+out=${OUT:-$repo/gpu-eval-out}
+strategies=${STRATEGIES:-in-file bm25 oracle headstart}
+mkdir -p "$out" "$work"
+exec > >(tee -a "$out/run.log") 2>&1
+tee_pid=$!
+trap 'exec >&- 2>&-; wait $tee_pid' EXIT  # run.log complete before $OUT is collected
+export PYTHONUNBUFFERED=1
+step() { echo "== $(date +%T) $*"; }
+limit=(); [ -n "${LIMIT:-}" ] && limit=(--limit "$LIMIT")
+model=(); [ -n "${MODEL:-}" ] && model=(--model "$MODEL")
+
+# 1. Our Python packages: the whole pinned closure into one folder of its own, put first on
+#    PYTHONPATH for our processes only (vLLM runs with its own site). Skipped when the same
+#    wheels were installed already on this machine.
+stamp="$site/.headstart-wheels"
+if [ -d "$stage/wheels" ]; then
+  wanted=$(cd "$stage/wheels" && ls -- *.whl | sort)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+    step "installing $(echo "$wanted" | wc -l) wheels into $site"
+    rm -rf "$site"
+    if ! "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+        --target "$site" "$stage"/wheels/*.whl; then
+      step "pip failed; unpacking the wheels instead"
+      rm -rf "$site" && mkdir -p "$site"
+      for wheel in "$stage"/wheels/*.whl; do "$py" -m zipfile -e "$wheel" "$site" || exit 1; done
+    fi
+    echo "$wanted" > "$stamp"
+  fi
+elif [ ! -f "$stamp" ]; then
+  echo "no $stage/wheels carried and nothing installed in $site yet"; exit 1
+fi
+export PYTHONPATH="$site"
+PYTHONPATH="$site:$repo" "$py" - <<'EOF' || { echo "the server cannot be imported"; exit 1; }
+import importlib.metadata as md, sys
+import server.lsp, cache.index, tree_sitter_language_pack as pack
+pack.get_parser("python")
+names = ["pygls", "lsprotocol", "pydantic", "httpx", "anyio", "typing_extensions", "tree-sitter"]
+print(sys.version.split()[0], ", ".join(f"{n} {md.version(n)}" for n in names))
+EOF
+
+# 2. The tasks and the eval's scripts.
+unpacked="$work/.unpacked"
+if [ -f "$stage/eval/dev.tar.xz" ] && [ "$stage/eval/dev.tar.xz" -nt "$unpacked" ]; then
+  step "unpacking the task set into $work"
+  rm -rf "$work/dev" "$work/tools"
+  "$py" -W ignore::DeprecationWarning -m tarfile -e "$stage/eval/dev.tar.xz" "$work" || exit 1
+  touch "$unpacked"
+elif [ ! -f "$unpacked" ]; then
+  echo "no $stage/eval/dev.tar.xz carried and no task set unpacked in $work yet"; exit 1
+fi
+tasks="$work/dev/tasks.jsonl"
+echo "$(wc -l < "$tasks") tasks; ${LIMIT:+first $LIMIT of them}"
+
+# 3. The backend must answer before anything is spent on it.
+"$py" - "$endpoint" <<'EOF' || exit 1
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1] + "/models", timeout=10) as r:
+    print("backend serves", [m["id"] for m in json.load(r)["data"]])
+EOF
+
+# 4. Every strategy against the same model, into one results file.
+results="$work/results.jsonl"
+[ "${RESUME:-0}" = 1 ] || rm -f "$results"
+[ "${RESUME:-0}" = 1 ] || rm -rf "$work/server-logs"
+failed=0
+for strategy in $strategies; do
+  step "$strategy"
+  started=$SECONDS
+  if [[ "$strategy" == headstart* ]]; then
+    # "headstart-4k@contextTokens=4096,suffixShare=0.1": a variant under its own name
+    name=${strategy%%@*}; sets=()
+    if [[ "$strategy" == *@* ]]; then
+      IFS=, read -ra pairs <<< "${strategy#*@}"
+      for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
+    fi
+    "$py" "$repo/benchmarks/repo_eval.py" --tasks "$tasks" --endpoint "$endpoint" \
+      --out "$results" --server-log-dir "$work/server-logs/$name" --strategy "$name" \
+      "${sets[@]}" "${limit[@]}" "${model[@]}" || failed=1
+  else
+    "$py" "$work/tools/run_baselines.py" --tasks "$tasks" --endpoint "$endpoint" \
+      --strategy "$strategy" --out "$results" "${limit[@]}" "${model[@]}" \
+      || failed=1
+  fi
+  echo "$strategy: $((SECONDS - started)) s"
+  cp "$results" "$out/results.jsonl" 2>/dev/null
+done
+
+# 5. Scores, all strategies on the same tasks.
+step "scores"
+[ -s "$results" ] || { echo "no results"; exit 1; }
+{
+  "$py" "$work/tools/score.py" "$results" --paired
+  echo
+  "$py" "$work/tools/score.py" "$results" --paired --by-package
+} > "$out/scores.txt"
+cat "$out/scores.txt"
+[ -d "$work/server-logs" ] && tar -czf "$out/server_logs.tar.gz" -C "$work" server-logs
+exit $failed

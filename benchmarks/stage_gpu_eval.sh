@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# HERE (PyPI reachable): stage what benchmarks/gpu_eval.sh needs on the GPU machine.
+#   usage: benchmarks/stage_gpu_eval.sh [STAGE_DIR]     (default: .gpu of this checkout)
+# STAGE_DIR must be git-ignored (.gpu/ is, through .git/info/exclude) in the checkout whose
+# working tree the device tool sends. Leaves there:
+#   wheels/           the cp312 manylinux wheels of benchmarks/gpu_requirements.txt (~35 MB)
+#   eval/dev/         the dev task set (make_tasks.py; made once, ~29 MB unpacked)
+#   eval/dev.tar.xz   the task set plus the eval's scripts, to carry (~7 MB)
+# Env: EVAL_DIR (default ../shared/eval beside the checkout), EVAL_PYTHON (a python with
+# pip, for make_tasks.py's sdist downloads; default python3).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+stage=$(mkdir -p "${1:-$repo/.gpu}" && cd "${1:-$repo/.gpu}" && pwd)
+eval_dir=${EVAL_DIR:-$repo/../shared/eval}
+py=${EVAL_PYTHON:-python3}
+
+# The checkout that holds the stage folder is the one whose working tree travels.
+top=$(git -C "$(dirname "$stage")" rev-parse --show-toplevel 2>/dev/null || dirname "$stage")
+if ! git -C "$top" check-ignore -q "$stage"; then
+  echo "warning: $stage is not git-ignored; add it to .git/info/exclude or it travels as source" >&2
+fi
+
+# 1. The dev task set (sdists from PyPI; make_tasks.py caches them).
+if [ ! -f "$stage/eval/dev/tasks.jsonl" ]; then
+  "$py" "$eval_dir/make_tasks.py" --packages "$eval_dir/dev_packages.txt" --out "$stage/eval/dev"
+fi
+
+# 2. One archive: the tasks, their repositories and the eval's scripts (../shared does not
+#    travel to the device, only the checkout does).
+tools=$(mktemp -d)
+trap 'rm -rf "$tools"' EXIT
+mkdir "$tools/tools"
+cp "$eval_dir"/{baselines.py,run_baselines.py,score.py} "$tools/tools/"
+tar -cJf "$stage/eval/dev.tar.xz.tmp" -C "$stage/eval" dev -C "$tools" tools
+mv "$stage/eval/dev.tar.xz.tmp" "$stage/eval/dev.tar.xz"
+
+# 3. Wheels: exactly the pinned set, one version of each (two would stop the install).
+mkdir -p "$stage/wheels"
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+  --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 \
+  -d "$stage/wheels" -r "$repo/benchmarks/gpu_requirements.txt" 2>&1 | grep -v "^WARNING: Location" || true
+python3 - "$stage/wheels" "$repo/benchmarks/gpu_requirements.txt" <<'EOF'
+import re, sys
+from pathlib import Path
+norm = lambda name: re.sub(r"[-_.]+", "_", name).lower()
+wanted = {tuple(map(str.strip, line.split("#")[0].split("=="))) for line in open(sys.argv[2])}
+wanted = {(norm(n), v) for n, *v in wanted if n for v in v}
+have = {}
+for wheel in Path(sys.argv[1]).glob("*.whl"):
+    name, version = wheel.name.split("-")[:2]
+    if (norm(name), version) in wanted:
+        have[norm(name)] = wheel
+    else:
+        print(f"removing {wheel.name}: not in gpu_requirements.txt")
+        wheel.unlink()
+missing = sorted(n for n, _ in wanted if n not in have)
+if missing:
+    sys.exit(f"missing wheels: {missing}")
+EOF
+
+wheels=$(du -sm "$stage/wheels" | cut -f1)
+data=$(du -sm "$stage/eval/dev.tar.xz" | cut -f1)
+tree=$(cd "$top" && { git ls-files -z; git ls-files -z --others --exclude-standard; } | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+echo "staged in $stage: wheels ${wheels} MB, eval/dev.tar.xz ${data} MB; working tree ~${tree} MB"
+echo "one call carries $((wheels + data + tree)) MB of at most 64 MiB:"
+rel=${stage#"$top"/}
+echo "  carry [\"$rel/wheels\", \"$rel/eval/dev.tar.xz\"]  command: bash benchmarks/gpu_eval.sh"

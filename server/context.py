@@ -1,0 +1,1393 @@
+"""The context of one completion: which code from other files goes into the prompt.
+
+For a document and a cursor (`server.cursor.analyse`), the builder
+
+1. **resolves** the names referenced near the cursor to definitions in other project
+   files, through the file's imports as written (aliases, relative imports, `module.attr`
+   chains, `__init__` re-exports followed to the defining file, `Class.member` chains) and
+   through the local types (`x = Warehouse()`, `repo: Repo`, `self.repo = Repo()`,
+   `make().save` through a function's return annotation);
+2. adds **related files** — direct dependencies, then `ProjectIndex.related` (same
+   package, second hops, importers) — as outlines;
+3. **ranks** every candidate snippet by how directly it answers a name (the object before
+   the dot being completed first, then the name being typed and the function being
+   called, then the current statement, then the lines above), then by graph distance
+   (direct dependency > two hops > same directory > importer), then by recency;
+4. **fits** the budget greedily by score, skipping near-duplicates (Jaccard >= 0.85 of the
+   sets of tree-sitter leaf tokens) and snippets already visible in the current file's
+   window, then renders the chosen ones in a **stable order** (below), and trims the
+   prefix from the top and the suffix from the bottom at line boundaries.
+
+Snippets: a definition as its source when short (<= SHORT_LINES lines), otherwise its
+signature and docstring (a class: header, docstring and member signatures); a related
+file as its outline (or whole, when short). Rendered texts are cached per file digest, so a
+keystroke's build re-renders nothing that did not change.
+
+Render order (for vLLM's prefix cache): file outlines first, then definitions; within
+each, by path, then line. The order depends only on which snippets were chosen, never on
+their scores, so consecutive keystrokes that choose the same set render the same bytes;
+file outlines depend only on the active file, so they change least and come first, and the
+definitions that answer the names at the cursor sit nearest to the current file, where the
+model attends most. The prefix's first line moves in steps of `Budget.prefix_step_lines`
+lines, so typing at the end of a long prefix does not shift its start on every keystroke.
+The chosen set is kept steady too: what was chosen for a file stays a (low-scored)
+candidate for STICKY_BUILDS builds while the cursor stays in the same function, so a
+half-typed word or a just-finished statement does not swap snippets in and out; words typed
+in comments and strings are not names; a bare word being typed never pulls in a whole
+module. On /tmp/bigws this keeps the shared prompt prefix between keystrokes at 90-93%.
+
+State: the builder is per workspace and keeps per-file caches (outlines arranged for
+lookups, rendered snippets, token sets, all keyed by file digest) and the per-file memory
+above (`forget` drops it). `prepare(path)` renders a file's related outlines ahead of its
+first keystroke; the server calls it where it activates the cache queue.
+
+The budget counts with the `count` it is given (the model's tokenizer in the server; the
+chars/4 `estimate_tokens` by default) and includes each snippet's rendering overhead
+(`overhead(path)`: the template's file marker and path). `Context.tokens` is the sum
+that never exceeds `Budget.total - Budget.reserved`; the template's fixed parts (repo
+header, FIM markers) are the caller's `reserved`.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Reversible
+from dataclasses import dataclass, field, replace
+from typing import Final, Generic, TypeVar
+
+from cache.index import ProjectIndex
+from cache.model import Definition, ImportRef
+from server.cursor import (
+    CALL,
+    CursorInfo,
+    Reference,
+    Tier,
+    analyse,
+    attribute_type,
+    parse,
+    type_chain,
+)
+
+log = logging.getLogger(__name__)
+
+Count = Callable[[str], int]
+Overhead = Callable[[str], int]
+
+SHORT_LINES: Final = 15
+"""A definition this short is shown whole; a longer one by its signature and docstring."""
+SHORT_CHARS: Final = 1500
+SHORT_FILE_LINES: Final = 25
+"""A related file this short is shown whole; a longer one by its outline."""
+MAX_SKELETON_LINES: Final = 40
+MAX_MEMBERS: Final = 30
+DOC_LINES: Final = 6
+RELATED_FILES: Final = 8
+MAX_DEPTH: Final = 4
+"""How many imports, re-exports and types one name is followed through."""
+MAX_LOOKUPS: Final = 200
+"""Re-export lookups per build: star imports of star imports (networkx's packages) could
+otherwise cost tens of milliseconds for a name that is not in the project at all."""
+STICKY_BUILDS: Final = 40
+"""How many builds a chosen snippet stays a candidate after nothing points at it."""
+STICKY_SCORE: Final = 60.0
+"""Its score then: above related files (< 50), below any name near the cursor (>= 100)."""
+STICKY_BONUS: Final = 5.0
+DUPLICATE_JACCARD: Final = 0.85
+MIN_CUT_TOKENS: Final = 64
+"""A snippet too long for the room left is cut to fit when at least this much fits."""
+IN_WINDOW_SHARE: Final = 0.85
+"""A snippet with at least this share of its lines already in the window is dropped."""
+GUESS_CHARS_PER_TOKEN: Final = 6
+"""Where trimming starts: more characters per token than code ever averages."""
+CLASS_KINDS: Final = frozenset(
+    {"class", "struct", "interface", "trait", "enum", "record", "type", "impl", "object"}
+)
+BRACE_LANGUAGES: Final = frozenset({"typescript", "tsx", "javascript", "java", "rust", "go"})
+_DIRECTNESS: Final = {Tier.TARGET: 4, Tier.TYPED: 3, Tier.STATEMENT: 2, Tier.ABOVE: 1}
+_PY_EXTENSIONS: Final = (".py", ".pyi")
+_TS_EXTENSIONS: Final = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs")
+_PY_DUNDERS_SHOWN: Final = frozenset({"__init__", "__call__", "__enter__", "__exit__", "__iter__"})
+
+
+def estimate_tokens(text: str) -> int:
+    """Characters / 4, rounded up: the documented stand-in when no tokenizer is loaded."""
+    return (len(text) + 3) // 4
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How many tokens the context may take, and how they are shared.
+
+    Snippets get up to `cross_file_share` of the total, the suffix up to `suffix_share`;
+    the prefix gets everything they leave unused."""
+
+    total: int = 2048
+    suffix_share: float = 0.06
+    """Small: in prefix-suffix-middle order the suffix follows the cursor, so its tokens
+    are recomputed on every keystroke (0.06 of 2,048 is ~120 tokens, 8-12 lines)."""
+    cross_file_share: float = 0.35
+    reserved: int = 0
+    """Tokens of the template's own fixed parts, taken off the total first."""
+    max_snippets: int = 12
+    prefix_step_lines: int = 8
+    """The prefix starts at a multiple of this many lines (stable across keystrokes)."""
+
+    @property
+    def available(self) -> int:
+        return max(0, self.total - self.reserved)
+
+    @property
+    def cross_file_cap(self) -> int:
+        return int(self.available * min(1.0, max(0.0, self.cross_file_share)))
+
+    @property
+    def suffix_cap(self) -> int:
+        share = min(1.0 - min(1.0, max(0.0, self.cross_file_share)), max(0.0, self.suffix_share))
+        return int(self.available * share)
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    """Code from another file, as the prompt shows it."""
+
+    path: str
+    text: str
+    start_line: int
+    score: float
+    name: str = ""
+    """The definition's qualified name; "" for a file outline."""
+    language: str | None = None
+
+    @property
+    def is_file(self) -> bool:
+        return not self.name
+
+    @property
+    def order(self) -> tuple[int, str, int, str]:
+        """The render order: file outlines, then definitions; by path, then line."""
+        return (0 if self.is_file else 1, self.path, self.start_line, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    prefix: str
+    suffix: str
+    snippets: tuple[Snippet, ...]
+    """In render order (`Snippet.order`)."""
+    names: tuple[str, ...]
+    """The names referenced near the cursor, most direct first (dotted)."""
+    tokens: int = 0
+    """count(prefix) + count(suffix) + the snippets with their overheads."""
+    cursor: CursorInfo | None = None
+
+    def files(self) -> list[tuple[str, str]]:
+        """(path, text) pairs, in render order: what a prompt template takes."""
+        return [(snippet.path, snippet.text) for snippet in self.snippets]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a name is defined: a definition of a file, or (definition None) the file."""
+
+    path: str
+    definition: Definition | None
+
+
+# --- small caches -----------------------------------------------------------------------------
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Lru(Generic[K, V]):
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> V:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+@dataclass(slots=True)
+class _FileDefs:
+    """One file's outline arranged for lookups."""
+
+    language: str | None
+    by_name: dict[str, Definition]
+    members: dict[str, list[Definition]]
+    """Parent qualified name ("" for top level) -> its direct members, in file order."""
+    imports: tuple[ImportRef, ...]
+
+
+@dataclass(slots=True)
+class _Rendered:
+    text: str
+    start_line: int
+    language: str | None
+
+
+@dataclass(slots=True)
+class _Candidate:
+    path: str
+    name: str
+    score: float
+    definition: Definition | None
+    line: int
+
+
+@dataclass(slots=True)
+class _Memory:
+    """The snippets lately chosen for one file, while the cursor stays in one scope."""
+
+    scope: tuple[str, ...]
+    chosen: dict[tuple[str, str], tuple[Snippet, int]] = field(default_factory=dict)
+    """(path, name) -> the snippet and how many more builds it is remembered for."""
+
+
+# --- the builder ------------------------------------------------------------------------------
+
+
+class ContextBuilder:
+    """Builds the context for each completion request of one workspace.
+
+    `index` may be None while the workspace is still being indexed: the context is then
+    the current file alone. `texts` are file texts already in memory (the cache queue's
+    preloaded texts), read before the disk; `recent` are recently used paths, most recent
+    last (the queue's `recent`). Both are read live, at every build.
+
+    Not thread-safe for concurrent `build` calls on one instance beyond its caches; the
+    server calls it from one thread (or under its lock)."""
+
+    def __init__(
+        self,
+        index: ProjectIndex | None,
+        texts: Mapping[str, str] | None = None,
+        recent: Reversible[str] | None = None,
+        cache_size: int = 4096,
+    ) -> None:
+        self.index = index
+        self.texts: Mapping[str, str] = texts if texts is not None else {}
+        self.recent = recent
+        self._defs: _Lru[tuple[str, str], _FileDefs] = _Lru(cache_size)
+        self._rendered: _Lru[tuple[str, str, str], _Rendered] = _Lru(cache_size)
+        self._lines: _Lru[tuple[str, str], list[str]] = _Lru(256)
+        self._counts: _Lru[str, int] = _Lru(cache_size)
+        self._count: Count | None = None
+        self._directories: tuple[int, int, dict[str, list[str]]] | None = None
+        self._memory: dict[str, _Memory] = {}
+        self._module_files: _Lru[tuple[int, int, str, str, str | None], list[str]] = _Lru(
+            cache_size
+        )
+        self._reexports: _Lru[tuple[int, int, str, str, tuple[str, ...]], tuple[Target | None]] = (
+            _Lru(cache_size)
+        )
+
+    # public API ---------------------------------------------------------------------------
+
+    def build(
+        self,
+        file_path: str,
+        text: str,
+        offset: int,
+        language: str | None,
+        budget: Budget | None = None,
+        count: Count = estimate_tokens,
+        overhead: Overhead | None = None,
+    ) -> Context:
+        """The context for the cursor at `offset` (a `str` index) of `text`, the current
+        content of `file_path` (as the index names it: relative, forward slashes)."""
+        budget = budget or Budget()
+        cursor = analyse(text, offset, language)
+        candidates = self.candidates(file_path, text, cursor, limit=2 * budget.max_snippets)
+        candidates = self._with_memory(file_path, cursor, candidates)
+        if count != self._count:  # memoised counts belong to one tokenizer
+            self._counts.clear()
+            self._count = count
+        context = build_context(
+            text[:offset],
+            text[offset:],
+            candidates,
+            budget,
+            self._memo_count,
+            overhead or default_overhead(count),
+            names=tuple(reference.dotted for reference in cursor.references),
+            cursor=cursor,
+        )
+        self._remember(file_path, context.snippets)
+        return context
+
+    def forget(self, file_path: str) -> None:
+        """Drop what was chosen for `file_path` (its document closed)."""
+        self._memory.pop(file_path, None)
+
+    def _with_memory(
+        self, file_path: str, cursor: CursorInfo, candidates: list[Snippet]
+    ) -> list[Snippet]:
+        """Candidates plus the snippets chosen lately for this file that nothing points at
+        now. A name that is half-typed, or a statement just finished, would otherwise
+        swap snippets in and out on every key and cost the prompt its cached prefix. The
+        remembered ones score just above related files, so fresh references still win the
+        budget; those chosen last time get a small bonus to win near-ties. Moving to
+        another function forgets them."""
+        memory = self._memory.get(file_path)
+        scope = tuple(s.name for s in cursor.scopes)
+        if memory is None or memory.scope != scope:
+            self._memory[file_path] = _Memory(scope)
+            return candidates
+        out = []
+        for snippet in candidates:
+            key = (snippet.path, snippet.name)
+            if key in memory.chosen:
+                snippet = replace(snippet, score=snippet.score + STICKY_BONUS)
+            out.append(snippet)
+        present = {(snippet.path, snippet.name) for snippet in candidates}
+        for key, (snippet, _) in memory.chosen.items():
+            if key not in present:
+                out.append(replace(snippet, score=min(snippet.score, STICKY_SCORE)))
+        return out
+
+    def _remember(self, file_path: str, chosen: tuple[Snippet, ...]) -> None:
+        memory = self._memory.get(file_path)
+        if memory is None:
+            return
+        kept = {k: (s, ttl - 1) for k, (s, ttl) in memory.chosen.items() if ttl > 1}
+        for snippet in chosen:
+            kept[(snippet.path, snippet.name)] = (snippet, STICKY_BUILDS)
+        memory.chosen = kept
+        while len(self._memory) > 64:
+            del self._memory[next(iter(self._memory))]
+
+    def candidates(
+        self, file_path: str, text: str, cursor: CursorInfo, limit: int = 24
+    ) -> list[Snippet]:
+        """The `limit` best snippets for this cursor, best first (before the budget).
+
+        Scores do not depend on the rendering, so only the best `limit` are rendered."""
+        index = self.index
+        if index is None:
+            return []
+        request = _Request(self, index, file_path, text, cursor)
+        found: dict[tuple[str, str], _Candidate] = {}
+        for rank, reference in enumerate(cursor.references):
+            directness = _DIRECTNESS.get(reference.tier, 1)
+            for target in request.targets(reference):
+                self._add(found, request, target, directness * 100 - min(rank, 90) * 0.01)
+        for path in request.related_files():
+            self._add(found, request, Target(path, None), 0.0)
+        ranked = sorted(found.values(), key=lambda c: (-c.score, c.path, c.line))
+        snippets = []
+        for candidate in ranked:
+            rendered = self.render(candidate.path, candidate.definition)
+            if rendered is not None and rendered.text.strip():
+                snippets.append(
+                    Snippet(
+                        candidate.path,
+                        rendered.text,
+                        rendered.start_line,
+                        candidate.score,
+                        candidate.name,
+                        rendered.language,
+                    )
+                )
+                if len(snippets) >= limit:
+                    break
+        return snippets
+
+    def prepare(self, file_path: str) -> int:
+        """Render the related files of `file_path` ahead of its first keystroke (call it
+        where the cache queue is activated, off the request path); how many were new."""
+        index = self.index
+        if index is None:
+            return 0
+        rendered = 0
+        for path in related_files(index, file_path):
+            record = index.records.get(path)
+            digest = record.digest if record is not None else ""
+            if self._rendered.get((path, digest, "")) is None:
+                rendered += self.render(path, None) is not None
+        return rendered
+
+    def resolve(
+        self, file_path: str, text: str, cursor: CursorInfo, chain: tuple[str, ...]
+    ) -> Target | None:
+        """Where `chain`, as written at this cursor, is defined (None: not in the project)."""
+        if self.index is None:
+            return None
+        return _Request(self, self.index, file_path, text, cursor).resolve(chain, 0)
+
+    # internals ----------------------------------------------------------------------------
+
+    def _memo_count(self, text: str) -> int:
+        if len(text) > 4096 or self._count is None:
+            return (self._count or estimate_tokens)(text)
+        cached = self._counts.get(text)
+        if cached is None:
+            cached = self._counts.put(text, self._count(text))
+        return cached
+
+    def _add(
+        self,
+        found: dict[tuple[str, str], _Candidate],
+        request: _Request,
+        target: Target,
+        base: float,
+    ) -> None:
+        if target.path == request.file_path:
+            return  # the current file is in the prompt already
+        definition = target.definition
+        if definition is not None and (definition.kind == "package" or self._is_short(target.path)):
+            definition = None  # a short file is shown whole: its definitions are in it
+        name = definition.qualified_name if definition is not None else ""
+        key = (target.path, name)
+        score = base + request.distance(target.path) * 10 + request.recency(target.path)
+        existing = found.get(key)
+        if existing is not None:
+            existing.score = max(existing.score, score)
+        else:
+            line = definition.start_line if definition is not None else 0
+            found[key] = _Candidate(target.path, name, score, definition, line)
+
+    def _is_short(self, path: str) -> bool:
+        record = self.index.records.get(path) if self.index is not None else None
+        if record is None or record.size > SHORT_CHARS:
+            return False
+        lines = self.file_lines(path)
+        return lines is not None and _is_short_file(lines)
+
+    def file_defs(self, path: str) -> _FileDefs | None:
+        index = self.index
+        record = index.records.get(path) if index is not None else None
+        if index is None or record is None:
+            return None
+        key = (path, record.digest)
+        cached = self._defs.get(key)
+        if cached is not None:
+            return cached
+        outline = index.outline(path)
+        if outline is None:
+            return None
+        by_name: dict[str, Definition] = {}
+        members: dict[str, list[Definition]] = {}
+        for definition in outline.definitions:
+            by_name.setdefault(definition.qualified_name, definition)
+        for definition in outline.definitions:
+            parent = definition.qualified_name.rpartition(".")[0]
+            if parent and parent not in by_name:
+                parent = ""
+            members.setdefault(parent, []).append(definition)
+        return self._defs.put(key, _FileDefs(outline.language, by_name, members, outline.imports))
+
+    def file_lines(self, path: str) -> list[str] | None:
+        index = self.index
+        record = index.records.get(path) if index is not None else None
+        if index is None or record is None:
+            return None
+        key = (path, record.digest)
+        cached = self._lines.get(key)
+        if cached is not None:
+            return cached
+        text = self.texts.get(path)
+        if text is None:
+            if record.size > 2_000_000:
+                return None
+            try:
+                text = (index.root / path).read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                log.debug("cannot read %s: %s", path, exc)
+                return None
+        return self._lines.put(key, text.split("\n"))
+
+    def render(self, path: str, definition: Definition | None) -> _Rendered | None:
+        """The snippet text of a definition of `path`, or of the file's outline."""
+        index = self.index
+        record = index.records.get(path) if index is not None else None
+        if record is None:
+            return None
+        key = (path, record.digest, definition.qualified_name if definition else "")
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return cached
+        defs = self.file_defs(path)
+        lines = self.file_lines(path)
+        if defs is None or lines is None:
+            return None
+        if definition is None:
+            text, start = _render_file(defs, lines), 0
+        else:
+            text, start = _render_definition(defs, definition, lines), definition.start_line
+        return self._rendered.put(key, _Rendered(text, start, defs.language))
+
+    def directories(self) -> dict[str, list[str]]:
+        """Directory -> its files, rebuilt when the index's file set changes size."""
+        index = self.index
+        if index is None:
+            return {}
+        records = index.records
+        if self._directories is None or self._directories[:2] != (id(records), len(records)):
+            by_directory: dict[str, list[str]] = {}
+            for path in sorted(records):
+                by_directory.setdefault(posixpath.dirname(path), []).append(path)
+            self._directories = (id(records), len(records), by_directory)
+        return self._directories[2]
+
+
+class _Request:
+    """Resolution for one build: the current file, its cursor, its dependencies."""
+
+    def __init__(
+        self,
+        builder: ContextBuilder,
+        index: ProjectIndex,
+        file_path: str,
+        text: str,
+        cursor: CursorInfo,
+    ) -> None:
+        self.builder = builder
+        self.index = index
+        self.file_path = file_path
+        self.text = text
+        self.cursor = cursor
+        self.language = cursor.language
+        self.directory = posixpath.dirname(file_path)
+        self.deps = index.graph.imports(file_path)
+        self._hops: dict[str, int] | None = None
+        self._importers: frozenset[str] | None = None
+        self._recency: dict[str, int] | None = None
+        self._attribute_types: dict[str, tuple[str, ...]] = {}
+        self._imported: dict[tuple[str, tuple[str, ...]], Target | None] = {}
+        self._lookups = 0
+
+    # ranking inputs ---------------------------------------------------------------------
+
+    def distance(self, path: str) -> int:
+        """4 direct dependency, 3 two hops, 2 same directory, 1 importer, 0 otherwise."""
+        if path in self.deps:
+            return 4
+        if self._hops is None:
+            self._hops = self.index.graph.neighbourhood(self.file_path, hops=2)
+        if self._hops.get(path) == 2:
+            return 3
+        if posixpath.dirname(path) == self.directory:
+            return 2
+        if self._importers is None:
+            self._importers = self.index.graph.imported_by(self.file_path)
+        return 1 if path in self._importers else 0
+
+    def recency(self, path: str) -> int:
+        if self._recency is None:
+            recent = self.builder.recent
+            newest = [p for p in reversed(recent) if p != self.file_path] if recent else []
+            self._recency = {p: 9 - rank for rank, p in enumerate(newest[:9])}
+        return self._recency.get(path, 0)
+
+    def related_files(self) -> list[str]:
+        return related_files(self.index, self.file_path)
+
+    # names -> definitions -----------------------------------------------------------------
+
+    def targets(self, reference: Reference) -> list[Target]:
+        """What one reference points at. The word being typed also matches the names
+        imported from modules that start with it; it never stands for a whole module (a
+        module's outline answers `name.`, and the word may be on its way to another:
+        `re` to `return`)."""
+        chain = reference.chain
+        typing = reference.tier == Tier.TYPED and chain == (self.cursor.partial,)
+        found = self.resolve(chain, 0)
+        if found is not None and not (typing and found.definition is None):
+            return [found]
+        if typing and len(chain[0]) >= 3:
+            bindings = self.cursor.imports.bindings
+            matches = sorted(
+                n for n, b in bindings.items() if b.name is not None and n.startswith(chain[0])
+            )
+            resolved = [self.resolve((n,), 0) for n in matches[:2]]
+            return [t for t in resolved if t is not None and t.definition is not None]
+        return []
+
+    def resolve(self, chain: tuple[str, ...], depth: int) -> Target | None:
+        if not chain or depth > MAX_DEPTH:
+            return None
+        cursor = self.cursor
+        head = chain[0]
+        if head in ("self", "this", "cls"):
+            if len(chain) > 1:
+                return self._resolve_self(chain, depth)
+            for base in self.cursor.bases:  # `self.`: the members it inherits
+                found = self.resolve(base, depth + 1)
+                if found is not None:
+                    return found
+            return None
+        local_type = cursor.types.get(head)
+        if local_type and local_type[0] != head:
+            return self.resolve((*local_type, *chain[1:]), depth + 1)
+        bindings = cursor.imports.bindings
+        for end in range(len(chain), 0, -1):
+            key = ".".join(chain[:end])
+            binding = bindings.get(key) if CALL not in chain[:end] else None
+            if binding is None:
+                continue
+            rest = chain[end:]
+            parts = (*binding.name.split("."), *rest) if binding.name else rest
+            return self.in_module(binding.module, parts, self.file_path, depth + 1)
+        for module in cursor.imports.star:
+            found = self.in_module(module, chain, self.file_path, depth + 1)
+            if found is not None and found.definition is not None:
+                return found
+        if self.language in ("go", "java", "rust"):  # the package's other files see each other
+            for path in self.builder.directories().get(self.directory, []):
+                if path != self.file_path and path.endswith(_SAME_PACKAGE.get(self.language, "")):
+                    found = self.in_file(path, chain, depth + 1, follow_imports=False)
+                    if found is not None:
+                        return found
+        return None
+
+    def _resolve_self(self, chain: tuple[str, ...], depth: int) -> Target | None:
+        head, attribute = chain[0], chain[1]
+        declared = self.cursor.types.get(f"{head}.{attribute}")
+        if not declared:
+            if attribute not in self._attribute_types:
+                self._attribute_types[attribute] = attribute_type(
+                    self.text, attribute, self.language
+                )
+            declared = self._attribute_types[attribute]
+        if declared:
+            return self.resolve((*declared, *chain[2:]), depth + 1)
+        for base in self.cursor.bases:  # an inherited member
+            found = self.resolve((*base, *chain[1:]), depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def in_module(
+        self, module: str, parts: tuple[str, ...], from_path: str, depth: int
+    ) -> Target | None:
+        """`parts` looked up in the module `module` as imported by `from_path`."""
+        if depth > MAX_DEPTH:
+            return None
+        language = self._language_of(from_path)
+        files = self.module_files(module, from_path, language)
+        for path in files:
+            found = self.in_file(path, parts, depth)
+            if found is not None:
+                return found
+        if language == "python" and parts and parts[0] != CALL:  # a submodule
+            submodule = module + parts[0] if module.endswith(".") else f"{module}.{parts[0]}"
+            if self.module_files(submodule, from_path, language):
+                return self.in_module(submodule, parts[1:], from_path, depth + 1)
+        if files and not parts:
+            return Target(files[0], None)
+        if not files and language != "python" and parts:  # unresolved module path: look around
+            for path in sorted(self.index.graph.imports(from_path)):
+                found = self.in_file(path, parts, depth, follow_imports=False)
+                if found is not None and found.definition is not None:
+                    return found
+        return None
+
+    def in_file(
+        self, path: str, parts: tuple[str, ...], depth: int, follow_imports: bool = True
+    ) -> Target | None:
+        """`parts` looked up among the definitions of `path`, following its imports (a
+        re-export) when the first part is not defined there."""
+        if not parts:
+            return Target(path, None)
+        defs = self.builder.file_defs(path)
+        if defs is None:
+            return None
+        definition = defs.by_name.get(parts[0])
+        if definition is None:
+            if not follow_imports:
+                return None
+            return self._reexported(path, defs, parts, depth)
+        index = 1
+        while index < len(parts):
+            part = parts[index]
+            if part == CALL:
+                if definition.kind in CLASS_KINDS:  # an instance of the class
+                    index += 1
+                    continue
+                returned = _return_type(definition, defs.language)
+                following = self._in_namespace(path, returned, depth + 1) if returned else None
+                if following is None or following.definition is None:
+                    return Target(path, definition)
+                rest = parts[index + 1 :]
+                if not rest:
+                    return following
+                qualified = tuple(following.definition.qualified_name.split("."))
+                return self.in_file(following.path, (*qualified, *rest), depth + 1) or following
+            member = defs.by_name.get(f"{definition.qualified_name}.{part}")
+            if member is not None:
+                definition = member
+                index += 1
+                continue
+            if definition.kind not in CLASS_KINDS:  # a variable: through its type
+                declared = _variable_type(definition, defs.language)
+                following = self._in_namespace(path, declared, depth + 1) if declared else None
+                if following is not None and following.definition is not None:
+                    qualified = tuple(following.definition.qualified_name.split("."))
+                    return (
+                        self.in_file(following.path, (*qualified, *parts[index:]), depth + 1)
+                        or following
+                    )
+            else:
+                inherited = self._inherited(path, definition, defs, parts[index:], depth)
+                if inherited is not None:
+                    return inherited
+            return Target(path, definition)  # a member it lacks: half-typed, or unknown
+        return Target(path, definition)
+
+    def _inherited(
+        self, path: str, cls: Definition, defs: _FileDefs, rest: tuple[str, ...], depth: int
+    ) -> Target | None:
+        """`rest` looked up in the base classes of `cls` (defined or imported in `path`)."""
+        if depth >= MAX_DEPTH:
+            return None
+        for base in _bases(cls, defs.language):
+            found = self._in_namespace(path, base, depth + 1)
+            if found is None or found.definition is None or found.definition is cls:
+                continue
+            qualified = tuple(found.definition.qualified_name.split("."))
+            member = self.in_file(found.path, (*qualified, *rest), depth + 1)
+            if (
+                member is not None
+                and member.definition is not None
+                and member.definition.name == rest[0]
+            ):
+                return member
+        return None
+
+    def _reexported(
+        self, path: str, defs: _FileDefs, parts: tuple[str, ...], depth: int
+    ) -> Target | None:
+        """`_imported_into`, memoised: star re-exports revisit the same files often (and
+        may cycle), and the answer depends on the project's files, not on the cursor, so
+        it is kept across builds while the file set stays the same."""
+        key = (path, parts)
+        if key in self._imported:
+            return self._imported[key]
+        records = self.index.records
+        record = records.get(path)
+        lasting = (id(records), len(records), path, record.digest if record else "", parts)
+        known = self.builder._reexports.get(lasting)
+        if known is not None:
+            return known[0]
+        self._lookups += 1
+        if self._lookups > MAX_LOOKUPS:
+            return None
+        self._imported[key] = None
+        found = self._imported_into(path, defs, parts, depth)
+        self._imported[key] = found
+        if self._lookups <= MAX_LOOKUPS and depth <= 1:  # deeper answers depend on the depth
+            self.builder._reexports.put(lasting, (found,))
+        return found
+
+    def _in_namespace(self, path: str, chain: tuple[str, ...], depth: int) -> Target | None:
+        """`chain` as a name seen from inside `path` (defined there or imported)."""
+        if depth > MAX_DEPTH or not chain:
+            return None
+        return self.in_file(path, chain, depth)
+
+    def _imported_into(
+        self, path: str, defs: _FileDefs, parts: tuple[str, ...], depth: int
+    ) -> Target | None:
+        if depth >= MAX_DEPTH:
+            return None
+        name = parts[0]
+        language = defs.language
+        for ref in defs.imports:
+            if name in ref.names:
+                found = self.in_module(ref.module, parts, path, depth + 1)
+                if found is not None:
+                    return found
+            elif not ref.names and language == "python" and ref.module.split(".")[0] == name:
+                dotted = ref.module.split(".")
+                if tuple(parts[: len(dotted)]) == tuple(dotted):
+                    return self.in_module(ref.module, parts[len(dotted) :], path, depth + 1)
+        for ref in defs.imports:
+            if "*" in ref.names:
+                found = self.in_module(ref.module, parts, path, depth + 1)
+                if found is not None and found.definition is not None:
+                    return found
+        return None
+
+    # modules -> files ------------------------------------------------------------------------
+
+    def _language_of(self, path: str) -> str | None:
+        if path == self.file_path:
+            return self.language
+        record = self.index.records.get(path)
+        return record.language if record is not None else None
+
+    def module_files(self, module: str, from_path: str, language: str | None) -> list[str]:
+        """The project files that `module`, imported from `from_path`, stands for
+        (memoised per importing file while the index's file set stays the same)."""
+        records = self.index.records
+        key = (id(records), len(records), from_path, module, language)
+        cached = self.builder._module_files.get(key)
+        if cached is None:
+            cached = self.builder._module_files.put(
+                key, self._module_files(module, from_path, language)
+            )
+        return cached
+
+    def _module_files(self, module: str, from_path: str, language: str | None) -> list[str]:
+        records = self.index.records
+        deps = self.deps if from_path == self.file_path else self.index.graph.imports(from_path)
+        if language == "python":
+            return _python_module_files(module, from_path, records, deps)
+        if language in ("typescript", "tsx", "javascript"):
+            if module.startswith("."):
+                stem = posixpath.normpath(posixpath.join(posixpath.dirname(from_path), module))
+                return _ts_files(stem, records)
+            tail = module.rstrip("/").rsplit("/", 1)[-1]
+            return sorted(d for d in deps if _stem(d).endswith("/" + tail) or _stem(d) == tail)
+        if language == "go":
+            tail = module.rstrip("/").rsplit("/", 1)[-1]
+            return sorted(d for d in deps if posixpath.basename(posixpath.dirname(d)) == tail)
+        if language == "java":
+            package = module.replace(".", "/")
+            return sorted(d for d in deps if posixpath.dirname(d).endswith(package)) or sorted(deps)
+        if language == "rust":
+            segments = [s for s in module.split("::") if s not in ("crate", "self", "super", "")]
+            if not segments:
+                return sorted(deps)
+            tail = segments[-1]
+            return sorted(
+                d
+                for d in deps
+                if _stem(d).endswith("/" + tail) or _stem(d).endswith(f"/{tail}/mod")
+            ) or sorted(deps)
+        return []
+
+
+def related_files(index: ProjectIndex, file_path: str) -> list[str]:
+    """The files shown as outlines even when no name points at them: the direct
+    dependencies, then `ProjectIndex.related` (same package, two hops, importers)."""
+    files = dict.fromkeys(sorted(index.graph.imports(file_path)))
+    files.update(dict.fromkeys(index.related(file_path, limit=RELATED_FILES)))
+    files.pop(file_path, None)
+    return list(files)
+
+
+_SAME_PACKAGE: Final = {"go": ".go", "java": ".java", "rust": ".rs"}
+
+
+def _stem(path: str) -> str:
+    for extension in (".d.ts", *_TS_EXTENSIONS, *_PY_EXTENSIONS, ".rs", ".go", ".java"):
+        if path.endswith(extension):
+            path = path[: -len(extension)]
+            break
+    return path.removesuffix("/index").removesuffix("/__init__")
+
+
+def _python_module_files(
+    module: str, from_path: str, records: Mapping[str, object], deps: Iterable[str]
+) -> list[str]:
+    if module.startswith("."):
+        dots = len(module) - len(module.lstrip("."))
+        base = posixpath.dirname(from_path)
+        for _ in range(dots - 1):
+            base = posixpath.dirname(base)
+        rest = module[dots:].replace(".", "/")
+        return _python_file(posixpath.join(base, rest) if rest else base, records)
+    tail = module.replace(".", "/")
+    for dep in sorted(deps):
+        if dep.endswith(_PY_EXTENSIONS):
+            stem = _stem(dep)
+            if stem == tail or stem.endswith("/" + tail):
+                return [dep]
+    directory = posixpath.dirname(from_path)
+    while True:  # the source root is an ancestor of the importing file, most often
+        found = _python_file(posixpath.join(directory, tail) if directory else tail, records)
+        if found:
+            return found
+        if not directory:
+            break
+        directory = posixpath.dirname(directory)
+    for root in ("src", "lib"):
+        found = _python_file(f"{root}/{tail}", records)
+        if found:
+            return found
+    return []
+
+
+def _python_file(stem: str, records: Mapping[str, object]) -> list[str]:
+    stem = stem.strip("/")
+    candidates = (f"{stem}.py", f"{stem}.pyi", f"{stem}/__init__.py") if stem else ("__init__.py",)
+    return [c for c in candidates if c in records][:1]
+
+
+def _ts_files(stem: str, records: Mapping[str, object]) -> list[str]:
+    stem = stem.lstrip("/")
+    if stem in records:
+        return [stem]
+    base = re.sub(r"\.(js|jsx|mjs|cjs)$", "", stem)
+    for candidate in [base + ext for ext in _TS_EXTENSIONS] + [
+        f"{base}/index{ext}" for ext in _TS_EXTENSIONS
+    ]:
+        if candidate in records:
+            return [candidate]
+    return []
+
+
+def _return_type(definition: Definition, language: str | None) -> tuple[str, ...]:
+    """The type a function's signature says it returns, as a chain."""
+    signature = definition.signature
+    if language in ("python", "rust"):
+        arrow = signature.rfind("->")
+        return type_chain(signature[arrow + 2 :].rstrip(":{ ")) if arrow >= 0 else ()
+    if language in ("typescript", "tsx", "javascript"):
+        close = signature.rfind(")")
+        rest = signature[close + 1 :].strip() if close >= 0 else ""
+        return type_chain(rest[1:]) if rest.startswith(":") else ()
+    if language == "go":
+        match = re.search(
+            rf"\b{re.escape(definition.name)}\s*(?:\[[^\]]*\])?\([^)]*\)\s*(.*)$", signature
+        )
+        return type_chain(match.group(1)) if match else ()
+    if language == "java":
+        before = signature.split(definition.name + "(", 1)[0].split()
+        return type_chain(before[-1]) if before else ()
+    return ()
+
+
+def _bases(cls: Definition, language: str | None) -> list[tuple[str, ...]]:
+    """The base classes a class header names, as chains."""
+    signature = cls.signature
+    if language == "python":
+        opened = signature.find("(")
+        inside = signature[opened + 1 : signature.rfind(")")] if opened >= 0 else ""
+        parts = [p.strip() for p in inside.split(",")]
+        return [tuple(p.split(".")) for p in parts if re.fullmatch(r"[A-Za-z_][\w.]*", p)]
+    if language in ("typescript", "tsx", "javascript", "java"):
+        return [
+            tuple(m.split(".")) for m in re.findall(r"\bextends\s+([A-Za-z_$][\w$.]*)", signature)
+        ]
+    return []
+
+
+def _variable_type(definition: Definition, language: str | None) -> tuple[str, ...]:
+    """The type of a module- or class-level variable, from `x: T = ...` or `x = T(...)`."""
+    signature = definition.signature
+    name = re.escape(definition.name)
+    if language == "python":
+        annotated = re.match(rf"\s*{name}\s*:\s*([^=]+)", signature)
+        if annotated:
+            return type_chain(annotated.group(1))
+        constructed = re.match(rf"\s*{name}\s*=\s*([A-Za-z_][\w.]*)\s*\(", signature)
+        return (*constructed.group(1).split("."), CALL) if constructed else ()
+    if language in ("typescript", "tsx", "javascript"):
+        annotated = re.search(rf"\b{name}\s*[?!]?:\s*([^=;]+)", signature)
+        if annotated:
+            return type_chain(annotated.group(1))
+        constructed = re.search(rf"\b{name}\s*=\s*new\s+([A-Za-z_$][\w$.]*)", signature)
+        return tuple(constructed.group(1).split(".")) if constructed else ()
+    return ()
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def _line_set(text: str) -> frozenset[str]:
+    return frozenset(stripped for line in text.split("\n") if (stripped := line.strip()))
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    widths = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    cut = min(widths) if widths else 0
+    return [line[cut:].rstrip() for line in lines]
+
+
+def _indent(lines: Iterable[str], unit: str = "    ") -> list[str]:
+    return [unit + line if line else line for line in lines]
+
+
+def _source(defs: _FileDefs, definition: Definition, lines: list[str]) -> list[str] | None:
+    """A definition's own lines, dedented, when short enough to show whole."""
+    start, end = definition.start_line, definition.end_line
+    if end - start + 1 > SHORT_LINES or start >= len(lines):
+        return None
+    body = _dedent(lines[start : end + 1])
+    if sum(len(line) + 1 for line in body) > SHORT_CHARS:
+        return None
+    return body
+
+
+def _doc_lines(doc: str | None, language: str | None, limit: int = DOC_LINES) -> list[str]:
+    if not doc:
+        return []
+    lines = doc.strip().split("\n")
+    clipped = lines[:limit] + (["..."] if len(lines) > limit else [])
+    if language == "python":
+        if len(clipped) == 1:
+            return [f'"""{clipped[0]}"""']
+        return ['"""', *clipped, '"""']
+    marker = "///" if language == "rust" else "//"
+    return [f"{marker} {line}".rstrip() for line in clipped]
+
+
+def _is_shown_member(definition: Definition, language: str | None) -> bool:
+    name = definition.name
+    if language == "python" and name.startswith("_"):
+        return name in _PY_DUNDERS_SHOWN
+    return True
+
+
+def _member_line(definition: Definition, language: str | None) -> str:
+    signature = definition.signature
+    if language == "python" and definition.kind in ("function", "method"):
+        return f"{signature} ..."
+    return signature
+
+
+def _skeleton(
+    defs: _FileDefs, definition: Definition, language: str | None, with_doc: bool, member_limit: int
+) -> list[str]:
+    """A class-like definition as header, docstring and member signatures."""
+    members = [
+        m for m in defs.members.get(definition.qualified_name, []) if _is_shown_member(m, language)
+    ]
+    shown = [_member_line(m, language) for m in members[:member_limit]]
+    if len(members) > member_limit:
+        shown.append("..." if language == "python" else "// ...")
+    doc = _doc_lines(definition.doc, language) if with_doc else []
+    signature = definition.signature
+    if language == "python":
+        body = [*doc, *shown] or ["..."]
+        return [signature, *_indent(body)]
+    if language == "go" or "{" in signature:
+        return [*doc, signature, *shown]
+    if language == "rust" and definition.kind in ("struct", "enum") and shown:
+        return [*doc, signature, f"impl {definition.name} {{", *_indent(shown), "}"]
+    if not shown:
+        return [*doc, signature]
+    return [*doc, signature + " {", *_indent(shown), "}"]
+
+
+def _render_definition(defs: _FileDefs, definition: Definition, lines: list[str]) -> str:
+    """A definition as a snippet: whole when short, otherwise its outline; a member inside
+    its class's header."""
+    language = defs.language
+    parent_name = definition.qualified_name.rpartition(".")[0]
+    parent = defs.by_name.get(parent_name) if parent_name else None
+    source = _source(defs, definition, lines)
+    members = defs.members.get(definition.qualified_name, [])
+    if source is not None and any(m.start_line > definition.end_line for m in members):
+        source = None  # Go and Rust methods live outside the type: show them with it
+    if definition.kind in CLASS_KINDS and source is None:
+        body = _skeleton(defs, definition, language, with_doc=True, member_limit=MAX_MEMBERS)
+    elif source is not None:
+        body = source
+    else:
+        body = [*_doc_lines(definition.doc, language), definition.signature]
+        if language == "python":
+            body = [definition.signature, *_indent([*_doc_lines(definition.doc, language), "..."])]
+        elif language in BRACE_LANGUAGES and definition.kind in ("function", "method"):
+            body[-1] += " { ... }"
+    if parent is None or parent.kind not in CLASS_KINDS or language == "go":
+        return "\n".join(body) + "\n"
+    if language == "python":
+        wrapped = [parent.signature, *_indent(body)]
+    elif language == "rust":
+        wrapped = [f"impl {parent.name} {{", *_indent(body), "}"]
+    else:
+        header = (
+            parent.signature
+            if "{" not in parent.signature
+            else parent.signature.split("{")[0].rstrip()
+        )
+        wrapped = [header + " {", *_indent(body), "}"]
+    return "\n".join(wrapped) + "\n"
+
+
+def _is_short_file(lines: list[str]) -> bool:
+    return len(lines) <= SHORT_FILE_LINES and sum(len(line) + 1 for line in lines) <= SHORT_CHARS
+
+
+def _render_file(defs: _FileDefs, lines: list[str]) -> str:
+    """A related file: whole when short, otherwise its top-level outline."""
+    language = defs.language
+    if _is_short_file(lines):
+        return "\n".join(line.rstrip() for line in lines).strip("\n") + "\n"
+    out: list[str] = []
+    for definition in defs.members.get("", []):
+        if definition.kind in ("package", "module") and language != "rust":
+            continue
+        if definition.kind in CLASS_KINDS:
+            out.extend(_skeleton(defs, definition, language, with_doc=False, member_limit=12))
+        elif definition.kind == "variable" and not _is_shown_member(definition, language):
+            continue
+        else:
+            out.append(_member_line(definition, language))
+        if len(out) >= MAX_SKELETON_LINES:
+            out = out[:MAX_SKELETON_LINES]
+            out.append("..." if language == "python" else "// ...")
+            break
+    return "\n".join(out) + "\n" if out else ""
+
+
+# --- dedup ------------------------------------------------------------------------------------
+
+
+def leaf_tokens(text: str, language: str | None) -> frozenset[str]:
+    """The set of the texts of the tree-sitter leaves of `text` (words for no grammar)."""
+    root = parse(text.encode("utf-8", "surrogatepass"), language) if language else None
+    if root is None:
+        return frozenset(re.findall(r"\w+|[^\w\s]", text))
+    tokens: set[str] = set()
+    walker = root.walk()
+    descending = True
+    while True:
+        if descending and walker.goto_first_child():
+            continue
+        node = walker.node
+        if node is not None and node.child_count == 0 and node.text:
+            tokens.add(node.text.decode("utf-8", "replace"))
+        if walker.goto_next_sibling():
+            descending = True
+            continue
+        if not walker.goto_parent():
+            break
+        descending = False
+    return frozenset(tokens)
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+_token_sets: _Lru[tuple[str, str | None], frozenset[str]] = _Lru(4096)
+_line_sets: _Lru[str, frozenset[str]] = _Lru(4096)
+
+
+def _tokens_of(snippet: Snippet) -> frozenset[str]:
+    """Leaf tokens of a snippet, memoised by its text (rendered texts are cached, so a
+    snippet's text is parsed once per file version)."""
+    key = (snippet.text, snippet.language)
+    tokens = _token_sets.get(key)
+    if tokens is None:
+        tokens = _token_sets.put(key, leaf_tokens(snippet.text, snippet.language))
+    return tokens
+
+
+def _lines_of(snippet: Snippet) -> frozenset[str]:
+    lines = _line_sets.get(snippet.text)
+    if lines is None:
+        lines = _line_sets.put(snippet.text, _line_set(snippet.text))
+    return lines
+
+
+def _near_duplicate(a: Snippet, b: Snippet) -> bool:
+    shorter, longer = sorted((len(a.text), len(b.text)))
+    if longer and shorter / longer < DUPLICATE_JACCARD * 0.8:
+        return False  # sizes this far apart cannot share 85% of their tokens
+    return jaccard(_tokens_of(a), _tokens_of(b)) >= DUPLICATE_JACCARD
+
+
+def _in_window(snippet: Snippet, window: frozenset[str]) -> bool:
+    lines = _lines_of(snippet)
+    return bool(lines) and len(lines & window) >= IN_WINDOW_SHARE * len(lines)
+
+
+# --- budget -----------------------------------------------------------------------------------
+
+
+def default_overhead(count: Count) -> Overhead:
+    """The rendering cost of a snippet in Qwen2.5-Coder's repo-level format: the file
+    separator, the path and a newline (a template passes its own)."""
+
+    def overhead(path: str) -> int:
+        return count(f"<|file_sep|>{path}\n") + 1
+
+    return overhead
+
+
+def build_context(
+    prefix: str,
+    suffix: str,
+    candidates: Iterable[Snippet],
+    budget: Budget,
+    count: Count = estimate_tokens,
+    overhead: Overhead | None = None,
+    *,
+    names: tuple[str, ...] = (),
+    cursor: CursorInfo | None = None,
+) -> Context:
+    """Fit snippets, suffix and prefix into `budget`.
+
+    Snippets are taken greedily by score (ties: path, line) while they fit in the
+    cross-file cap, skipping near-duplicates of those already taken and those whose lines
+    the current file's window already shows; then the suffix, up to its cap, trimmed from
+    the bottom; then the prefix gets everything left, trimmed from the top, its first line
+    a multiple of `budget.prefix_step_lines`. Snippets come back in render order."""
+    overhead = overhead or default_overhead(count)
+    available = budget.available
+    window = _window_lines(prefix, suffix, budget)
+    chosen: list[Snippet] = []
+    used = 0
+    cap = budget.cross_file_cap
+    for snippet in sorted(candidates, key=lambda s: (-s.score, s.path, s.start_line, s.name)):
+        if len(chosen) >= budget.max_snippets or cap - used <= 0:
+            break
+        if _in_window(snippet, window):
+            continue
+        cost = overhead(snippet.path) + count(snippet.text)
+        if used + cost > cap:
+            snippet, cost = _cut_to_fit(snippet, cap - used, count, overhead)
+            if not snippet.text:
+                continue
+        if any(_near_duplicate(snippet, other) for other in chosen):
+            continue
+        chosen.append(snippet)
+        used += cost
+    suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
+    prefix_text, prefix_tokens = fit_prefix(
+        prefix, available - used - suffix_tokens, count, budget.prefix_step_lines
+    )
+    snippets = tuple(sorted(chosen, key=lambda s: s.order))
+    return Context(
+        prefix_text,
+        suffix_text,
+        snippets,
+        names,
+        tokens=used + suffix_tokens + prefix_tokens,
+        cursor=cursor,
+    )
+
+
+def _cut_to_fit(
+    snippet: Snippet, room: int, count: Count, overhead: Overhead
+) -> tuple[Snippet, int]:
+    """The head of a snippet too long for the room left, cut at a line end, when enough of
+    it fits to be worth showing (a big class's header, docstring and first members say
+    more than a small unrelated file); else a snippet with no text."""
+    room -= overhead(snippet.path)
+    if room < MIN_CUT_TOKENS:
+        return replace(snippet, text=""), 0
+    text, tokens = fit_suffix(snippet.text, room, count)
+    if tokens < MIN_CUT_TOKENS:
+        return replace(snippet, text=""), 0
+    return replace(snippet, text=text), tokens + overhead(snippet.path)
+
+
+def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:
+    """Lines of the current file that the prompt shows whatever the snippets take: the
+    prefix and suffix within their smallest shares, at a generous 3 characters a token."""
+    least_prefix = max(0, budget.available - budget.cross_file_cap - budget.suffix_cap)
+    head = prefix[max(0, len(prefix) - least_prefix * 3) :]
+    tail = suffix[: budget.suffix_cap * 3]
+    return _line_set(head) | _line_set(tail)
+
+
+def fit_prefix(prefix: str, cap: int, count: Count, step_lines: int = 1) -> tuple[str, int]:
+    """The longest tail of `prefix` that starts a line (at a multiple of `step_lines`,
+    counted from the top of the file) and counts at most `cap`; with its count. Falls back
+    to a tail that starts mid-line only when the cursor's own line is over the cap."""
+    if cap <= 0 or not prefix:
+        return "", 0
+    step_lines = max(1, step_lines)
+    start = max(0, len(prefix) - cap * GUESS_CHARS_PER_TOKEN)
+    if start > 0:
+        start = _next_line_start(prefix, start)
+    last_line = prefix.rfind("\n") + 1
+    for _ in range(12):
+        if start > last_line:
+            break
+        if start > 0:
+            start = _step_line_start(prefix, start, step_lines)
+            if start > last_line:
+                break
+        tokens = count(prefix[start:])
+        if tokens <= cap:
+            return prefix[start:], tokens
+        excess_chars = (tokens - cap) * (len(prefix) - start) // max(1, tokens)
+        start = _next_line_start(prefix, start + max(1, excess_chars))
+    return _fit_chars_from_end(prefix[last_line:], cap, count)
+
+
+def fit_suffix(suffix: str, cap: int, count: Count) -> tuple[str, int]:
+    """The longest head of `suffix` that ends a line and counts at most `cap`."""
+    if cap <= 0 or not suffix:
+        return "", 0
+    end = min(len(suffix), cap * GUESS_CHARS_PER_TOKEN)
+    if end < len(suffix):
+        end = suffix.rfind("\n", 0, end) + 1
+    first_line_end = suffix.find("\n") + 1 or len(suffix)
+    for _ in range(12):
+        if end < first_line_end:
+            break
+        tokens = count(suffix[:end])
+        if tokens <= cap:
+            return suffix[:end], tokens
+        excess_chars = (tokens - cap) * end // max(1, tokens)
+        end = suffix.rfind("\n", 0, max(0, end - max(1, excess_chars))) + 1
+    head, tokens = _fit_chars_from_start(suffix[:first_line_end], cap, count)
+    return head, tokens
+
+
+def _next_line_start(text: str, position: int) -> int:
+    """The start of the first line at or after `position`."""
+    if position <= 0 or text[position - 1] == "\n":
+        return max(0, position)
+    newline = text.find("\n", position)
+    return len(text) + 1 if newline < 0 else newline + 1
+
+
+def _step_line_start(text: str, start: int, step: int) -> int:
+    """`start` (a line start) moved down to the next line whose number is a multiple of
+    `step`, so that the prefix's first line changes only every `step` lines."""
+    if step <= 1:
+        return start
+    line = text.count("\n", 0, start)
+    for _ in range(-line % step):
+        newline = text.find("\n", start)
+        if newline < 0:
+            return len(text) + 1
+        start = newline + 1
+    return start
+
+
+def _fit_chars_from_end(text: str, cap: int, count: Count) -> tuple[str, int]:
+    low, high = 0, len(text)  # the longest tail that fits, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(text[len(text) - middle :]) <= cap:
+            low = middle
+        else:
+            high = middle - 1
+    tail = text[len(text) - low :] if low else ""
+    return tail, count(tail) if tail else 0
+
+
+def _fit_chars_from_start(text: str, cap: int, count: Count) -> tuple[str, int]:
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(text[:middle]) <= cap:
+            low = middle
+        else:
+            high = middle - 1
+    head = text[:low]
+    return head, count(head) if head else 0

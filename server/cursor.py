@@ -1,0 +1,1374 @@
+"""What the code around the cursor refers to: scopes, names, their types, the imports.
+
+The context builder asks this module one question per keystroke: which names would the
+model need to see defined to complete the code here? It answers from a tree-sitter parse
+of a *window* of the file (from the nearest top-level line above the cursor, at most
+`WINDOW_ABOVE` lines, to a few lines below), never the whole file, so the cost does not
+grow with the file: a 2,000-line file costs what a 150-line one does.
+
+- Scopes (the enclosing classes and functions) come from indentation for Python — it is
+  right on half-typed code, where the tree is not — and from the tree for the others.
+- References are the attribute chains, calls, type names and identifiers of the current
+  statement and of the `NAMES_ABOVE` lines above it, nearest first, each with a tier
+  that says how directly it bears on the cursor. The chain being typed (`self.repo.` or
+  `verify_dir`) and the call whose arguments hold the cursor are read from the text, so
+  they are found even when the line does not parse yet.
+- Local types: `x = Warehouse()`, `x: Warehouse`, typed parameters, `self.repo = Repo()`
+  (the last also anywhere in the file, on demand: `attribute_type`).
+- Imports: every import statement of the file, found by a regex and parsed one statement
+  at a time with tree-sitter, memoised by the statement's text, so typing elsewhere costs
+  a regex scan and dictionary lookups. Aliases are kept (the cache's outlines drop them).
+
+Line or block is `server.stops.analyse_cursor`'s decision, carried along unchanged.
+Offsets are `str` indices; tree-sitter's byte offsets stay inside this module.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final, cast
+
+from tree_sitter import Language, Node, Parser
+from tree_sitter_language_pack import SupportedLanguage, get_language
+
+from server.stops import CursorShape, analyse_cursor
+
+WINDOW_ABOVE: Final = 100
+"""Most lines above the cursor that are parsed; the window starts at a top-level line."""
+WINDOW_BELOW: Final = 4
+"""Lines below the cursor line parsed with it, so the current statement can close."""
+NAMES_ABOVE: Final = 12
+"""How far above the current statement names still count as referenced near the cursor."""
+MAX_REFERENCES: Final = 40
+PARSE_BUDGET_S: Final = 0.002
+"""A window parse that takes longer is given up for a smaller one."""
+CALL_SCAN_CHARS: Final = 600
+"""How far back from the cursor to look for the open parenthesis of the current call."""
+
+CALL: Final = "()"
+"""A chain part meaning "the result of calling what precedes": `repo.get(1).save` is
+("repo", "get", "()", "save")."""
+
+
+class Tier:
+    """How directly a reference bears on the cursor; higher is more direct."""
+
+    TARGET: Final = 4
+    """The object before the dot being completed (`self.repo` in `self.repo.sa|`)."""
+    TYPED: Final = 3
+    """The name being typed itself, or the function whose call holds the cursor."""
+    STATEMENT: Final = 2
+    ABOVE: Final = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    kind: str
+    """"class" or "function"."""
+    name: str
+    header: str
+    """The header's first line, stripped: "class Warehouse(Base):"."""
+    line: int
+    """0-based line of the header in the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    chain: tuple[str, ...]
+    """Dotted parts as written ("self", "repo", "save"); CALL marks a call result."""
+    tier: int
+    line: int
+
+    @property
+    def dotted(self) -> str:
+        """As written, roughly: "storage.open_repo().save"."""
+        return ".".join(self.chain).replace(f".{CALL}", CALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What one local name of a file is bound to by an import statement."""
+
+    module: str
+    """As written: "pkg.mod", "..models", "./repo", "example.com/m/util", "crate::repo"."""
+    name: str | None
+    """The name taken from the module ("Warehouse", "C.member"); None: the module itself."""
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Imports:
+    bindings: Mapping[str, Binding]
+    """Local name -> binding; a plain `import a.b` binds the dotted "a.b"."""
+    star: tuple[str, ...] = ()
+    """Modules whose names are all imported (`from m import *`, `use m::*`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CursorInfo:
+    """Everything the context builder needs to know about one cursor position."""
+
+    language: str | None
+    line: int
+    """0-based line of the cursor."""
+    line_prefix: str
+    """The text of the cursor's line before the cursor."""
+    in_prose: str
+    """"comment" or "string" when the cursor is inside one, else ""."""
+    target: tuple[str, ...]
+    """The object chain before the dot being completed (`("self", "repo")`), else ()."""
+    partial: str
+    """The identifier being typed at the cursor ("sa" in `self.repo.sa|`), maybe ""."""
+    callee: tuple[str, ...]
+    """The function whose argument list holds the cursor, else ()."""
+    scopes: tuple[Scope, ...]
+    """Enclosing classes and functions, outermost first."""
+    references: tuple[Reference, ...]
+    """Most direct first, then nearest first; at most MAX_REFERENCES."""
+    types: Mapping[str, tuple[str, ...]]
+    """Local name ("x", "self.repo") -> the chain of its type ("models", "Warehouse")."""
+    imports: Imports
+    shape: CursorShape
+    window_start_line: int = 0
+    """The first line parsed; names above it were not looked at."""
+    bases: tuple[tuple[str, ...], ...] = field(default=())
+    """Base classes of the innermost enclosing class, as chains (for `self.inherited`)."""
+
+    @property
+    def enclosing_class(self) -> Scope | None:
+        return next((s for s in reversed(self.scopes) if s.kind == "class"), None)
+
+
+# --- per-language syntax --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Syntax:
+    identifiers: frozenset[str]
+    """Leaf types that name something and are recorded on their own."""
+    members: Mapping[str, tuple[str, str]]
+    """Node type -> (object field, member name field): `a.b`, `a::b`."""
+    calls: Mapping[str, str]
+    """Node type -> the field holding what is called (or constructed)."""
+    scopes: Mapping[str, str]
+    """Node type -> "class" or "function"."""
+    blocks: frozenset[str]
+    """Nodes whose children are statements."""
+    selves: frozenset[str] = frozenset()
+    """How the current object is written: "self", "this"."""
+    import_pattern: re.Pattern[str] | None = None
+    """An import statement, matched at the start of a line."""
+    import_keywords: tuple[str, ...] = ()
+    """Words every import statement holds on its first line."""
+
+
+_TS_SYNTAX: Final = _Syntax(
+    identifiers=frozenset({"identifier", "type_identifier", "this"}),
+    members={
+        "member_expression": ("object", "property"),
+        "nested_type_identifier": ("module", "name"),
+    },
+    calls={"call_expression": "function", "new_expression": "constructor"},
+    scopes={
+        "class_declaration": "class",
+        "abstract_class_declaration": "class",
+        "interface_declaration": "class",
+        "function_declaration": "function",
+        "generator_function_declaration": "function",
+        "method_definition": "function",
+    },
+    blocks=frozenset({"program", "statement_block", "class_body"}),
+    selves=frozenset({"this"}),
+    import_pattern=re.compile(
+        r"^[ \t]*import[ \t\n]+(?:type[ \t]+)?(?:[^;'\"]*?[ \t\n}]from[ \t\n]*)?"
+        r"[\"'][^\"'\n]*[\"']"
+        r"|^[ \t]*(?:const|let|var)[ \t]+\w+[ \t]*=[ \t]*"
+        r"require\([ \t]*[\"'][^\"'\n]*[\"'][ \t]*\)",
+        re.M,
+    ),
+    import_keywords=("import", "require"),
+)
+
+_SYNTAX: Final[dict[str, _Syntax]] = {
+    "python": _Syntax(
+        identifiers=frozenset({"identifier"}),
+        members={"attribute": ("object", "attribute")},
+        calls={"call": "function"},
+        scopes={"function_definition": "function", "class_definition": "class"},
+        blocks=frozenset({"module", "block"}),
+        selves=frozenset({"self", "cls"}),
+        import_pattern=re.compile(
+            r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+            re.M,
+        ),
+        import_keywords=("import",),
+    ),
+    "typescript": _TS_SYNTAX,
+    "tsx": _TS_SYNTAX,
+    "javascript": _TS_SYNTAX,
+    "go": _Syntax(
+        identifiers=frozenset({"identifier", "type_identifier"}),
+        members={
+            "selector_expression": ("operand", "field"),
+            "qualified_type": ("package", "name"),
+        },
+        calls={"call_expression": "function", "composite_literal": "type"},
+        scopes={
+            "function_declaration": "function",
+            "method_declaration": "function",
+            "type_spec": "class",
+        },
+        blocks=frozenset({"source_file", "block", "statement_list"}),
+        import_pattern=re.compile(r"^import[ \t]*(?:\([^)]*\)|[^\n]*)", re.M),
+        import_keywords=("import",),
+    ),
+    "java": _Syntax(
+        identifiers=frozenset({"identifier", "type_identifier", "this"}),
+        members={"field_access": ("object", "field"), "method_invocation": ("object", "name")},
+        calls={"object_creation_expression": "type"},
+        scopes={
+            "class_declaration": "class",
+            "interface_declaration": "class",
+            "enum_declaration": "class",
+            "record_declaration": "class",
+            "method_declaration": "function",
+            "constructor_declaration": "function",
+        },
+        blocks=frozenset({"program", "block", "class_body", "constructor_body"}),
+        selves=frozenset({"this"}),
+        import_pattern=re.compile(r"^[ \t]*import[ \t]+(?:static[ \t]+)?[\w.*]+[ \t]*;", re.M),
+        import_keywords=("import",),
+    ),
+    "rust": _Syntax(
+        identifiers=frozenset({"identifier", "type_identifier", "self"}),
+        members={
+            "field_expression": ("value", "field"),
+            "scoped_identifier": ("path", "name"),
+            "scoped_type_identifier": ("path", "name"),
+        },
+        calls={"call_expression": "function", "struct_expression": "name"},
+        scopes={
+            "function_item": "function",
+            "impl_item": "class",
+            "struct_item": "class",
+            "trait_item": "class",
+            "enum_item": "class",
+            "mod_item": "class",
+        },
+        blocks=frozenset({"source_file", "block", "declaration_list"}),
+        selves=frozenset({"self"}),
+        import_pattern=re.compile(r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?use[ \t]+[^;]+;", re.M),
+        import_keywords=("use",),
+    ),
+}
+
+_TYPE_WRAPPERS: Final = frozenset(
+    {
+        "Optional", "Union", "List", "list", "Dict", "dict", "Set", "set", "FrozenSet",
+        "frozenset", "Tuple", "tuple", "None", "Sequence", "Iterable", "Iterator", "Mapping",
+        "MutableMapping", "Awaitable", "Coroutine", "Callable", "Type", "type", "ClassVar",
+        "Final", "Annotated", "Literal", "Any", "typing", "collections", "abc", "Generator",
+        "AsyncIterator", "AsyncGenerator", "str", "int", "float", "bool", "bytes", "object",
+        "Box", "Rc", "Arc", "Option", "Result", "Vec", "RefCell", "Cell", "Mutex", "RwLock",
+        "Promise", "Array", "ReadonlyArray", "Partial", "Readonly", "Record", "Map",
+        "string", "number", "boolean", "void", "any", "unknown", "never", "undefined", "null",
+        "error", "var", "mut", "dyn", "impl", "Self", "String", "Integer", "Long", "Boolean",
+        "Double", "Object", "ArrayList", "HashMap", "HashSet", "const",
+        "self", "crate", "super", "func", "chan", "map", "interface",
+    }
+)  # fmt: skip
+"""Generic wrappers and builtins skipped when reading a type: `Optional[Repo]` is a Repo."""
+
+_OPAQUE: Final = frozenset(
+    {
+        "call", "argument_list", "string", "concatenated_string", "binary_operator",
+        "boolean_operator", "comparison_operator", "not_operator", "unary_operator",
+        "list", "dictionary", "tuple", "set", "subscript", "attribute", "lambda",
+        "conditional_expression", "parenthesized_expression", "list_comprehension",
+        "dictionary_comprehension", "set_comprehension", "generator_expression",
+        "keyword_argument", "return_statement", "raise_statement", "assert_statement",
+        "delete_statement", "comment", "decorator", "call_expression", "arguments",
+        "member_expression", "binary_expression", "template_string", "object", "array",
+        "arrow_function", "selector_expression", "composite_literal", "literal_value",
+        "interpreted_string_literal", "raw_string_literal", "method_invocation",
+        "field_access", "object_creation_expression", "string_literal", "field_expression",
+        "macro_invocation", "token_tree", "struct_expression", "line_comment", "block_comment",
+    }
+)  # fmt: skip
+"""Expressions that hold no declarations: not walked into above the lines whose names
+are read."""
+_STRING_KINDS: Final = frozenset(
+    {
+        "string", "string_content", "string_fragment", "template_string", "string_literal",
+        "interpreted_string_literal", "raw_string_literal", "char_literal", "escape_sequence",
+    }
+)  # fmt: skip
+_KEYWORDS: Final = frozenset(
+    {"if", "elif", "while", "for", "return", "switch", "catch", "and", "or", "not", "in",
+     "with", "assert", "yield", "await", "match", "case", "sizeof", "typeof", "def", "fn", "func"}
+)  # fmt: skip
+"""Words before a "(" that are not calls."""
+_PY_HEADER: Final = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+_PY_CLAUSES: Final = ("else", "elif", "except", "finally", "case")
+_WORD: Final = re.compile(r"[A-Za-z_$][\w$]*")
+_IDENT_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+
+
+# --- grammars and parsers -------------------------------------------------------------------
+
+_grammars: dict[str, Language | None] = {}
+_grammars_lock = threading.Lock()
+
+
+class _ThreadParsers(threading.local):
+    def __init__(self) -> None:
+        self.by_language: dict[str, Parser] = {}
+
+
+_parsers = _ThreadParsers()
+
+
+def _parser(language: str) -> Parser | None:
+    parser = _parsers.by_language.get(language)
+    if parser is not None:
+        return parser
+    with _grammars_lock:
+        if language not in _grammars:
+            try:
+                _grammars[language] = get_language(cast("SupportedLanguage", language))
+            except (LookupError, OSError, ValueError):
+                _grammars[language] = None
+        grammar = _grammars[language]
+    if grammar is None:
+        return None
+    parser = _parsers.by_language[language] = Parser(grammar)
+    return parser
+
+
+def parse(source: bytes, language: str, budget_s: float | None = None) -> Node | None:
+    """The root of a tree-sitter parse of `source`; None for a language without a grammar,
+    or when the parse runs past `budget_s` (error recovery on prose — a window that
+    starts inside a docstring — can take 10 ms for a few KB)."""
+    parser = _parser(language)
+    if parser is None:
+        return None
+    if budget_s is None:
+        return parser.parse(source).root_node
+    deadline = time.perf_counter() + budget_s
+
+    def read(offset: int, _point: tuple[int, int]) -> bytes:
+        return source[offset:] if offset else source
+
+    def over_budget(_offset: int, _has_error: bool) -> bool:
+        return time.perf_counter() > deadline
+
+    try:
+        return parser.parse(read, encoding="utf8", progress_callback=over_budget).root_node
+    except ValueError:  # cancelled
+        parser.reset()
+        return None
+
+
+def analysed_languages() -> frozenset[str]:
+    """Languages whose names, types and imports are read; others get the text-only parts."""
+    return frozenset(_SYNTAX)
+
+
+# --- the analysis -----------------------------------------------------------------------------
+
+
+def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
+    """Analyse the cursor at `offset` (a `str` index into `text`) of a file in `language`."""
+    offset = max(0, min(offset, len(text)))
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_prefix = text[line_start:offset]
+    row = text.count("\n", 0, line_start)
+    shape = analyse_cursor(text[:offset], _suffix_head(text, offset))
+    target, partial, after_dot = chain_before(text, offset, language)
+    callee = _callee(text, offset - len(partial), language)
+    syntax = _SYNTAX.get(language) if language else None
+    imports = file_imports(text, language) if syntax is not None else Imports({})
+    if syntax is None or language is None:
+        references = _typed_references(target, partial, after_dot, callee, row, "")
+        return CursorInfo(
+            language, row, line_prefix, "", target if after_dot else (), partial, callee,
+            (), tuple(references.values()), {}, imports, shape, row,
+        )  # fmt: skip
+
+    scopes: list[Scope] = []
+    bases: tuple[tuple[str, ...], ...] = ()
+    if language == "python":
+        # Indentation gives the scopes, and the window starts at the innermost `def`:
+        # its parameters and assignments are the local types; a class body's are found
+        # on demand (`attribute_type`).
+        scopes, function_at = _python_scopes(text, line_start, line_prefix, row)
+        bases = _python_bases(scopes)
+        window_start = (
+            function_at if function_at is not None else _window_start(text, line_start, language)
+        )
+    else:
+        window_start = _window_start(text, line_start, language)
+    if language == "python" and _inside_triple_quotes(text, 0, offset):
+        window_start = line_start  # in a docstring: no names to read, little to parse
+    window_end = _window_end(text, offset)
+    window_row = row - text.count("\n", window_start, line_start)
+    source = text[window_start:window_end].encode("utf-8", "surrogatepass")
+    root = parse(source, language, PARSE_BUDGET_S)
+    if root is None and window_row < row - NAMES_ABOVE:  # too slow: the nearest lines only
+        window_start = _line_start_above(text, line_start, NAMES_ABOVE)
+        window_row = row - text.count("\n", window_start, line_start)
+        source = text[window_start:window_end].encode("utf-8", "surrogatepass")
+        root = parse(source, language, PARSE_BUDGET_S)
+    walker = _Walker(syntax, row - window_row, row - window_row - NAMES_ABOVE)
+    prose = ""
+    if root is not None:
+        cursor_point = (row - window_row, len(line_prefix.encode("utf-8", "surrogatepass")))
+        prose = _prose_at(root, (cursor_point[0], max(0, cursor_point[1] - 1)))
+        if not prose and language == "python" and _inside_triple_quotes(text, window_start, offset):
+            prose = "string"  # an unterminated docstring parses as an error
+        statement_row, tree_scopes, scope_nodes = _locate(root, cursor_point, syntax)
+        walker.statement_row = statement_row
+        walker.types_from = scope_nodes[-1].start_point[0] if scope_nodes else 0
+        walker.walk(root)
+        if language != "python":
+            scopes = [Scope(k, n, h, line + window_row) for k, n, h, line in tree_scopes]
+    references = _typed_references(target, partial, after_dot, callee, row, prose)
+    typing = (*target, partial) if after_dot else (partial,)
+    for reference in walker.references(window_row):
+        if partial and reference.line == row and reference.chain[: len(typing)] == typing:
+            continue  # the half-typed name: what it resolves to changes with every key
+        if reference.chain not in references and len(references) < MAX_REFERENCES:
+            references[reference.chain] = reference
+    return CursorInfo(
+        language=language,
+        line=row,
+        line_prefix=line_prefix,
+        in_prose=prose,
+        target=target if after_dot and not prose else (),
+        partial=partial,
+        callee=callee,
+        scopes=tuple(scopes),
+        references=tuple(references.values()),
+        types=walker.types,
+        imports=imports,
+        shape=shape,
+        window_start_line=window_row,
+        bases=bases,
+    )
+
+
+def _typed_references(
+    target: tuple[str, ...],
+    partial: str,
+    after_dot: bool,
+    callee: tuple[str, ...],
+    row: int,
+    prose: str,
+) -> dict[tuple[str, ...], Reference]:
+    """The references read from the text at the cursor: the object before the dot, or
+    the name being typed; and the function being called. Words typed in a comment or a
+    string are prose, not names (a call around a string still counts)."""
+    references: dict[tuple[str, ...], Reference] = {}
+    if not prose:
+        if after_dot and target:
+            references[target] = Reference(target, Tier.TARGET, row)
+        elif partial:
+            references[(partial,)] = Reference((partial,), Tier.TYPED, row)
+    if callee and prose != "comment" and callee not in references:
+        references[callee] = Reference(callee, Tier.TYPED, row)
+    return references
+
+
+def _inside_triple_quotes(text: str, start: int, offset: int) -> bool:
+    return text.count('"""', start, offset) % 2 == 1 or text.count("'''", start, offset) % 2 == 1
+
+
+def _prose_at(root: Node, point: tuple[int, int]) -> str:
+    """ "comment" or "string" when `point` is inside one, else ""."""
+    node: Node | None = root.descendant_for_point_range(point, point)
+    for _ in range(4):
+        if node is None:
+            break
+        kind = node.type
+        if "comment" in kind:
+            return "comment"
+        if kind in _STRING_KINDS:
+            return "string"
+        node = node.parent
+    return ""
+
+
+def _suffix_head(text: str, offset: int) -> str:
+    """Enough of the suffix for `analyse_cursor`: the rest of the line and a few more."""
+    end = offset
+    for _ in range(8):
+        newline = text.find("\n", end)
+        if newline < 0:
+            return text[offset:]
+        end = newline + 1
+    return text[offset:end]
+
+
+def _window_start(text: str, line_start: int, language: str) -> int:
+    """Where the parsed window starts: the nearest top-level line at least NAMES_ABOVE
+    lines above the cursor, within WINDOW_ABOVE lines; failing that, the least indented of
+    those lines."""
+    position = line_start
+    least_indent = 1 << 30
+    least_at = line_start
+    python = language == "python"
+    for above in range(WINDOW_ABOVE):
+        if position == 0:
+            return 0
+        previous = text.rfind("\n", 0, position - 1) + 1
+        line = text[previous : position - 1]
+        position = previous
+        stripped = line.lstrip()
+        if not stripped or stripped[0] in "#/*)]}\"'`":
+            continue
+        if python and stripped.startswith(_PY_CLAUSES):
+            continue
+        indent = len(line) - len(stripped)
+        if indent == 0 and above >= NAMES_ABOVE:
+            return previous
+        if indent <= least_indent:
+            least_indent, least_at = indent, previous
+    return least_at
+
+
+def _line_start_above(text: str, line_start: int, lines: int) -> int:
+    position = line_start
+    for _ in range(lines):
+        if position == 0:
+            break
+        position = text.rfind("\n", 0, position - 1) + 1
+    return position
+
+
+def _window_end(text: str, offset: int) -> int:
+    end = offset
+    for _ in range(WINDOW_BELOW + 1):
+        newline = text.find("\n", end)
+        if newline < 0:
+            return len(text)
+        end = newline + 1
+    return end
+
+
+def chain_before(text: str, offset: int, language: str | None) -> tuple[tuple[str, ...], str, bool]:
+    """The chain just before `offset`, read backwards from the text: (object chain, the
+    identifier being typed, whether a dot precedes it). `a.b(1).c|` gives
+    (("a", "b", "()"), "c", True); `verify_dir|` gives ((), "verify_dir", False)."""
+    position = offset
+    while position > 0 and text[position - 1] in _IDENT_CHARS:
+        position -= 1
+    partial = text[position:offset]
+    if partial[:1].isdigit():
+        return (), "", False
+    parts: list[str] = []
+    after_dot = False
+    separators = ("::", ".") if language == "rust" else (".",)
+    limit = max(0, offset - 400)
+    while position > limit:
+        separator = next((s for s in separators if text.startswith(s, position - len(s))), None)
+        if separator is None:
+            break
+        if not parts:
+            after_dot = True
+        position -= len(separator)
+        if position > 0 and text[position - 1] in ")]":
+            opened = _matching_open(text, position - 1, limit)
+            if opened is None:
+                return (), partial, after_dot
+            parts.append(CALL if text[position - 1] == ")" else "[]")
+            position = opened
+        start = position
+        while start > limit and text[start - 1] in _IDENT_CHARS:
+            start -= 1
+        word = text[start:position]
+        if not word or word[0].isdigit():
+            if parts and parts[-1] in (CALL, "[]") and not word:
+                return (), partial, after_dot  # `(a + b).x`: not a name
+            break
+        parts.append(word)
+        position = start
+    parts.reverse()
+    if parts and parts[0] in (CALL, "[]"):
+        return (), partial, after_dot
+    if "[]" in parts:
+        parts = parts[: parts.index("[]")]
+        return tuple(parts), partial, after_dot
+    return tuple(parts), partial, after_dot
+
+
+def _matching_open(text: str, close: int, limit: int) -> int | None:
+    """The index of the bracket that opens the one at `close`, scanning back to `limit`."""
+    depth = 0
+    position = close
+    while position >= limit:
+        char = text[position]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            depth -= 1
+            if depth == 0:
+                return position
+        position -= 1
+    return None
+
+
+def _callee(text: str, offset: int, language: str | None) -> tuple[str, ...]:
+    """The chain called by the innermost argument list still open at `offset`."""
+    depth = 0
+    position = offset - 1
+    limit = max(0, offset - CALL_SCAN_CHARS)
+    while position >= limit:
+        char = text[position]
+        if char in ")]":
+            depth += 1
+        elif char == "[":
+            depth -= 1
+            if depth < 0:
+                return ()
+        elif char == "(":
+            if depth == 0:
+                chain, name, _ = chain_before(text, position, language)
+                return (*chain, name) if name and name not in _KEYWORDS else ()
+            depth -= 1
+        elif char in ";{}" and depth == 0:
+            return ()
+        elif char == "\n" and text.startswith("\n", position - 1):
+            return ()  # a blank line: a new paragraph of code
+        position -= 1
+    return ()
+
+
+def _locate(
+    root: Node, point: tuple[int, int], syntax: _Syntax
+) -> tuple[int, list[tuple[str, str, str, int]], list[Node]]:
+    """The row where the statement holding `point` starts, and the scopes around it
+    (kind, name, header, window row), outermost first, with their nodes."""
+    node: Node | None = root.descendant_for_point_range(point, point)
+    statement_row = point[0]
+    found_statement = False
+    scopes: list[tuple[str, str, str, int]] = []
+    nodes: list[Node] = []
+    while node is not None:
+        parent = node.parent
+        kind = syntax.scopes.get(node.type)
+        if kind is not None:
+            name = _scope_name(node)
+            if name:
+                scopes.append((kind, name, _first_line(node), node.start_point[0]))
+                nodes.append(node)
+            found_statement = True  # a scope is never the "statement" around the cursor
+        elif not found_statement and parent is not None and parent.type in syntax.blocks:
+            statement_row = node.start_point[0]
+            found_statement = True
+        node = parent
+    scopes.reverse()
+    nodes.reverse()
+    functions = [n for n in nodes if syntax.scopes.get(n.type) == "function"]
+    return statement_row, scopes, functions or nodes
+
+
+def _scope_name(node: Node) -> str:
+    name = node.child_by_field_name("name") or node.child_by_field_name("type")
+    if name is None or name.text is None:
+        return ""
+    return name.text.decode("utf-8", "replace")
+
+
+def _first_line(node: Node) -> str:
+    text = node.text or b""
+    newline = text.find(b"\n")
+    return (text if newline < 0 else text[:newline]).decode("utf-8", "replace").strip()
+
+
+def _python_scopes(
+    text: str, line_start: int, line_prefix: str, row: int
+) -> tuple[list[Scope], int | None]:
+    """Enclosing `def`s and `class`es by indentation (a header encloses the cursor when
+    every line between them is indented deeper), outermost first, and where the innermost
+    `def`'s line starts if it is within WINDOW_ABOVE lines.
+
+    Lines are read up to WINDOW_ABOVE lines up; above that only header lines are."""
+    line_end = text.find("\n", line_start)
+    line = text[line_start : len(text) if line_end < 0 else line_end]
+    if line.strip():
+        level = len(line) - len(line.lstrip())
+    else:  # a blank line belongs to the block above it, until the user dedents
+        level = max(len(line_prefix), _block_level_above(text, line_start))
+    scopes: list[Scope] = []
+    function_at: int | None = None
+    position = line_start
+    line_number = row
+    while position > 0 and level > 0 and row - line_number < WINDOW_ABOVE:
+        previous = text.rfind("\n", 0, position - 1) + 1
+        candidate = text[previous : position - 1]
+        position = previous
+        line_number -= 1
+        stripped = candidate.lstrip()
+        if not stripped or stripped[0] in "#)]}\"'":
+            continue
+        indent = len(candidate) - len(stripped)
+        if indent < level:
+            match = _PY_HEADER.match(stripped)
+            if match is not None:
+                kind = "class" if match.group(1) == "class" else "function"
+                scopes.append(Scope(kind, match.group(2), stripped.rstrip(), line_number))
+                if function_at is None and kind == "function":
+                    function_at = previous
+            if not stripped.startswith(_PY_CLAUSES):
+                level = indent
+    if level > 0 and position > 0:
+        for header_at, indent, kind, name in _python_headers_above(text, position):
+            if indent < level:
+                header_end = text.find("\n", header_at)
+                header = text[header_at : len(text) if header_end < 0 else header_end].strip()
+                number = row - text.count("\n", header_at, line_start)
+                scopes.append(Scope(kind, name, header, number))
+                level = indent
+                if level == 0:
+                    break
+    scopes.reverse()
+    return scopes, function_at
+
+
+def _block_level_above(text: str, line_start: int) -> int:
+    """The indentation of a new line under the last non-blank line above `line_start`."""
+    position = line_start
+    for _ in range(50):
+        if position == 0:
+            return 0
+        previous = text.rfind("\n", 0, position - 1) + 1
+        line = text[previous : position - 1]
+        position = previous
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            indent = len(line) - len(line.lstrip())
+            return indent + 4 if stripped.endswith(":") else indent
+    return 0
+
+
+def _python_headers_above(text: str, end: int) -> Iterator[tuple[int, int, str, str]]:
+    """`def` and `class` headers that start a line before `end`, nearest first:
+    (offset, indentation, kind, name). Found with `rfind`, not a regex over the file."""
+    def_at = text.rfind("def ", 0, end)
+    class_at = text.rfind("class ", 0, end)
+    while def_at >= 0 or class_at >= 0:
+        at = max(def_at, class_at)
+        if at == def_at:
+            def_at = text.rfind("def ", 0, at)
+        else:
+            class_at = text.rfind("class ", 0, at)
+        line_start = text.rfind("\n", 0, at) + 1
+        lead = text[line_start:at]
+        if lead.endswith("async "):
+            lead = lead[:-6].rstrip(" \t")
+        if lead.strip(" \t"):
+            continue
+        match = _PY_HEADER.match(text, at)
+        if match is not None:
+            kind = "class" if match.group(1) == "class" else "function"
+            yield line_start + len(lead), len(lead.expandtabs(4)), kind, match.group(2)
+
+
+def _python_bases(scopes: list[Scope]) -> tuple[tuple[str, ...], ...]:
+    cls = next((s for s in reversed(scopes) if s.kind == "class"), None)
+    if cls is None or "(" not in cls.header:
+        return ()
+    inside = cls.header[cls.header.index("(") + 1 : cls.header.rfind(")")]
+    bases = []
+    for part in inside.split(","):
+        part = part.strip()
+        if part and "=" not in part and re.fullmatch(r"[A-Za-z_][\w.]*", part):
+            bases.append(tuple(part.split(".")))
+    return tuple(bases)
+
+
+class _Walker:
+    """One pass over the window's tree: references near the cursor and local types."""
+
+    def __init__(self, syntax: _Syntax, cursor_row: int, names_from: int) -> None:
+        self.syntax = syntax
+        self.cursor_row = cursor_row
+        self.names_from = max(0, names_from)
+        self.statement_row = cursor_row
+        self.types_from = 0
+        self.types: dict[str, tuple[str, ...]] = {}
+        self._found: list[tuple[int, int, int, tuple[str, ...]]] = []
+
+    def walk(self, root: Node) -> None:
+        self._visit(root, spine=False)
+
+    def references(self, row_offset: int) -> Iterator[Reference]:
+        """Statement first, then the lines above; nearest first; each chain once."""
+        ordered = sorted(self._found, key=lambda f: (-f[0], -f[1], f[2]))
+        for tier, row, _column, chain in ordered:
+            yield Reference(chain, tier, row + row_offset)
+
+    def _visit(self, node: Node, spine: bool) -> None:
+        start_row = node.start_point[0]
+        if start_row > self.cursor_row or node.end_point[0] < self.types_from:
+            return
+        syntax = self.syntax
+        kind = node.type
+        if (
+            not spine
+            and start_row >= self.names_from
+            and (kind in syntax.members or kind in syntax.calls or kind in syntax.identifiers)
+        ):
+            chain = self._chain(node)
+            if chain:
+                self._record(chain, node)
+        declares = _DECLARATIONS.get(kind)
+        if declares is not None:
+            for name, value in declares(self, node):
+                if value:
+                    self.types[name] = value
+        if (kind in _OPAQUE or declares is not None) and node.end_point[0] < self.names_from:
+            return  # above the names only declarations matter, and none nest in these
+        member = syntax.members.get(kind)
+        called = syntax.calls.get(kind)
+        spine_fields: tuple[str, ...] = member or ((called,) if called else ())
+        if not spine_fields:
+            # a definition's own name is not a reference to it
+            skip = node.child_by_field_name("name") if kind in syntax.scopes else None
+            for child in node.named_children:
+                if skip is None or child != skip:
+                    self._visit(child, spine=False)
+            return
+        spine_nodes = [node.child_by_field_name(f) for f in spine_fields]
+        for child in node.named_children:
+            self._visit(child, spine=any(child == s for s in spine_nodes))
+
+    def _record(self, chain: tuple[str, ...], node: Node) -> None:
+        while chain and chain[-1] == CALL:
+            chain = chain[:-1]
+        if not chain or (len(chain) == 1 and chain[0] in self.syntax.selves):
+            return
+        row = node.start_point[0]
+        tier = Tier.STATEMENT if row >= self.statement_row else Tier.ABOVE
+        self._found.append((tier, row, node.start_point[1], chain))
+
+    def _chain(self, node: Node) -> tuple[str, ...] | None:
+        """The dotted parts of a name, member access or call; None for anything else."""
+        syntax = self.syntax
+        kind = node.type
+        if kind in syntax.identifiers:
+            text = node.text
+            return (text.decode("utf-8", "replace"),) if text else None
+        member = syntax.members.get(kind)
+        if member is not None:
+            obj = node.child_by_field_name(member[0])
+            name = node.child_by_field_name(member[1])
+            if name is None or name.text is None:
+                return None
+            head = self._chain(obj) if obj is not None else ()
+            if head is None:
+                return None
+            parts = (*head, name.text.decode("utf-8", "replace"))
+            return (*parts, CALL) if kind == "method_invocation" else parts
+        called = syntax.calls.get(kind)
+        if called is not None:
+            function = node.child_by_field_name(called)
+            head = self._chain(function) if function is not None else None
+            if head is None:
+                return None
+            return head if kind in ("composite_literal", "struct_expression") else (*head, CALL)
+        return None
+
+    # local types ----------------------------------------------------------------------------
+
+    def type_chain(self, node: Node | None) -> tuple[str, ...]:
+        """The main type named by a type node: `Optional[repo.Repo]` -> ("repo", "Repo")."""
+        if node is None or node.text is None:
+            return ()
+        return type_chain(node.text.decode("utf-8", "replace"))
+
+    def value_type(self, node: Node | None) -> tuple[str, ...]:
+        """The type a value expression evidently has: `Warehouse(...)`, `new Store()`,
+        `&Item{}`, `Store::new()`, `make()` (the call chain, resolved later)."""
+        while node is not None and node.type in (
+            "unary_expression",
+            "await",
+            "await_expression",
+            "parenthesized_expression",
+            "reference_expression",
+        ):
+            node = node.named_child(node.named_child_count - 1)
+        if node is None:
+            return ()
+        kind = node.type
+        called = self.syntax.calls.get(kind)
+        if called is None and kind != "method_invocation":
+            return ()
+        chain = self._chain(node) or ()
+        if self.syntax is _SYNTAX["rust"] and len(chain) >= 3 and chain[-1] == CALL:
+            return chain[:-2] if chain[-2] == "new" else chain
+        return chain
+
+
+def type_chain(text: str) -> tuple[str, ...]:
+    """The first name in a type's text that is not a wrapper or builtin, as a chain."""
+    text = text.replace("::", ".").lstrip(":").strip().strip("\"'")
+    for match in re.finditer(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*", text):
+        parts = tuple(match.group().split("."))
+        if parts[-1] not in _TYPE_WRAPPERS and parts[0] not in ("typing", "collections"):
+            return parts
+    return ()
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def _python_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
+    kind = node.type
+    if kind == "assignment":
+        left = node.child_by_field_name("left")
+        if left is None or left.type not in ("identifier", "attribute"):
+            return
+        annotation = node.child_by_field_name("type")
+        if annotation is not None:
+            yield _text(left), walker.type_chain(annotation)
+        else:
+            yield _text(left), walker.value_type(node.child_by_field_name("right"))
+    elif kind in ("typed_parameter", "typed_default_parameter"):
+        name = node.child_by_field_name("name")
+        if name is None:
+            name = node.named_child(0)
+        if name is not None and name.type == "identifier":
+            yield _text(name), walker.type_chain(node.child_by_field_name("type"))
+    elif kind == "with_item":
+        value = node.child_by_field_name("value")
+        if value is not None and value.type == "as_pattern":
+            alias = value.child_by_field_name("alias")
+            target = value.named_child(0)
+            if alias is not None:
+                yield _text(alias).strip(), walker.value_type(target)
+
+
+def _ts_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
+    kind = node.type
+    if kind == "variable_declarator":
+        name = node.child_by_field_name("name")
+        if name is not None and name.type == "identifier":
+            annotation = node.child_by_field_name("type")
+            chain = walker.type_chain(annotation) if annotation is not None else ()
+            yield _text(name), chain or walker.value_type(node.child_by_field_name("value"))
+    elif kind in ("required_parameter", "optional_parameter"):
+        pattern = node.child_by_field_name("pattern")
+        if pattern is not None and pattern.type == "identifier":
+            chain = walker.type_chain(node.child_by_field_name("type"))
+            yield _text(pattern), chain
+            if any(c.type == "accessibility_modifier" for c in node.children):
+                yield "this." + _text(pattern), chain
+    elif kind in ("public_field_definition", "field_definition"):
+        name = node.child_by_field_name("name") or node.child_by_field_name("property")
+        annotation = node.child_by_field_name("type")
+        chain = walker.type_chain(annotation) if annotation is not None else ()
+        chain = chain or walker.value_type(node.child_by_field_name("value"))
+        if name is not None:
+            yield "this." + _text(name), chain
+    elif kind == "assignment_expression":
+        left = node.child_by_field_name("left")
+        if left is not None and left.type in ("identifier", "member_expression"):
+            yield _text(left), walker.value_type(node.child_by_field_name("right"))
+
+
+def _go_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
+    kind = node.type
+    if kind in ("parameter_declaration", "var_spec"):
+        chain = walker.type_chain(node.child_by_field_name("type"))
+        if not chain and kind == "var_spec":
+            values = node.child_by_field_name("value")
+            chain = walker.value_type(values.named_child(0) if values is not None else None)
+        for name in node.children_by_field_name("name"):
+            yield _text(name), chain
+    elif kind == "short_var_declaration":
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is not None and right is not None:
+            for name, value in zip(left.named_children, right.named_children, strict=False):
+                if name.type == "identifier":
+                    yield _text(name), walker.value_type(value)
+
+
+def _java_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
+    kind = node.type
+    if kind in ("local_variable_declaration", "field_declaration"):
+        declared = walker.type_chain(node.child_by_field_name("type"))
+        prefix = "this." if kind == "field_declaration" else ""
+        for declarator in node.children_by_field_name("declarator"):
+            name = declarator.child_by_field_name("name")
+            chain = declared or walker.value_type(declarator.child_by_field_name("value"))
+            if name is not None:
+                yield prefix + _text(name), chain
+                if prefix:
+                    yield _text(name), chain
+    elif kind == "formal_parameter":
+        name = node.child_by_field_name("name")
+        if name is not None:
+            yield _text(name), walker.type_chain(node.child_by_field_name("type"))
+
+
+def _rust_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
+    kind = node.type
+    if kind in ("let_declaration", "parameter"):
+        pattern = node.child_by_field_name("pattern")
+        if pattern is None or pattern.type != "identifier":
+            return
+        annotation = node.child_by_field_name("type")
+        chain = walker.type_chain(annotation) if annotation is not None else ()
+        if not chain and kind == "let_declaration":
+            chain = walker.value_type(node.child_by_field_name("value"))
+        yield _text(pattern), chain
+
+
+_DECLARATIONS: Final = {
+    "assignment": _python_declarations,
+    "typed_parameter": _python_declarations,
+    "typed_default_parameter": _python_declarations,
+    "with_item": _python_declarations,
+    "variable_declarator": _ts_declarations,
+    "required_parameter": _ts_declarations,
+    "optional_parameter": _ts_declarations,
+    "public_field_definition": _ts_declarations,
+    "field_definition": _ts_declarations,
+    "assignment_expression": _ts_declarations,
+    "parameter_declaration": _go_declarations,
+    "var_spec": _go_declarations,
+    "short_var_declaration": _go_declarations,
+    "local_variable_declaration": _java_declarations,
+    "field_declaration": _java_declarations,
+    "formal_parameter": _java_declarations,
+    "let_declaration": _rust_declarations,
+    "parameter": _rust_declarations,
+}
+
+
+# --- attribute types found anywhere in the file ------------------------------------------------
+
+
+def attribute_type(text: str, attribute: str, language: str | None) -> tuple[str, ...]:
+    """The type of `self.attribute` / `this.attribute` as the file declares it anywhere:
+    `self.repo: Repo`, `self.repo = Repo()`, `self.repo = repo` with a `repo: Repo`
+    parameter, a class-level `repo: Repo`, TS `private repo: Repo`, Java `Repo repo;`.
+
+    Every search is anchored on `str.find` of a literal and matched there, never a regex
+    over the file: a leading `\b` makes the regex engine try every position."""
+    if language == "python":
+        for match in _after(text, f"self.{attribute}", _PY_SELF_ASSIGNMENT):
+            if match.group(1):
+                return type_chain(match.group(1))
+            value = match.group(2).strip()
+            called = re.match(r"([A-Za-z_][\w.]*)[ \t]*\(", value)
+            if called:
+                return tuple(called.group(1).split("."))
+            if re.fullmatch(r"[A-Za-z_]\w*", value):
+                for parameter in _after(text, value, _ANNOTATION):
+                    return type_chain(parameter.group(1))
+        for field in _after(text, attribute, _ANNOTATION, line_start=True):
+            return type_chain(field.group(1))
+        return ()
+    if language in ("typescript", "tsx", "javascript"):
+        for declared in _after(text, attribute, _TS_FIELD):
+            before = text[: declared.start()].rsplit("\n", 1)[-1][: -len(attribute)]
+            if (
+                before.endswith("this.")
+                or not before.strip(" \t")
+                or before.rstrip().endswith(("private", "public", "protected", "readonly"))
+            ):
+                return type_chain(declared.group(1))
+        for created in _after(text, f"this.{attribute}", _TS_NEW):
+            return tuple(created.group(1).split("."))
+        return ()
+    if language == "java":
+        for declared in _after(text, attribute, _JAVA_FIELD_END):
+            words = text[max(0, declared.start() - 200) : declared.start()].split()
+            if words and words[-1][:1].isupper():
+                return type_chain(words[-1])
+        return ()
+    if language in ("go", "rust"):
+        for member in _after(text, attribute, _GO_RUST_FIELD, line_start=True):
+            return type_chain(member.group(1))
+    return ()
+
+
+_PY_SELF_ASSIGNMENT: Final = re.compile(r"[ \t]*(?::[ \t]*([^=\n]+?))?[ \t]*=(?!=)[ \t]*([^\n]+)")
+_ANNOTATION: Final = re.compile(r"[ \t]*:[ \t]*([^,)=\n]+)")
+_TS_FIELD: Final = re.compile(r"[ \t]*[?!]?:[ \t]*([^;=,)\n]+)")
+_TS_NEW: Final = re.compile(r"[ \t]*=[ \t]*new[ \t]+([A-Za-z_$][\w$.]*)")
+_JAVA_FIELD_END: Final = re.compile(r"[ \t]*[;=]")
+_GO_RUST_FIELD: Final = re.compile(r"[ \t]*:?[ \t]+\*?&?([A-Za-z_][\w.:]*)")
+_MAX_OCCURRENCES: Final = 200
+
+
+def _after(
+    text: str, literal: str, pattern: re.Pattern[str], line_start: bool = False
+) -> Iterator[re.Match[str]]:
+    """Matches of `pattern` right after whole-word occurrences of `literal` (at the start
+    of a line's text, with `line_start`), in file order."""
+    position = text.find(literal)
+    seen = 0
+    while position >= 0 and seen < _MAX_OCCURRENCES:
+        seen += 1
+        end = position + len(literal)
+        before = text[position - 1] if position else "\n"
+        after = text[end] if end < len(text) else "\n"
+        whole_word = before not in _IDENT_CHARS and after not in _IDENT_CHARS
+        if whole_word and (
+            not line_start or not text[text.rfind("\n", 0, position) + 1 : position].strip()
+        ):
+            match = pattern.match(text, end)
+            if match is not None:
+                yield match
+        position = text.find(literal, end)
+
+
+# --- imports ------------------------------------------------------------------------------------
+
+_IMPORTS_MEMO_SIZE: Final = 4096
+_imports_memo: OrderedDict[tuple[str, str], tuple[tuple[str, Binding], ...]] = OrderedDict()
+_imports_lock = threading.Lock()
+_last_imports: dict[str, tuple[str, Imports]] = {}
+"""Per language, the last file's text up to its last import statement, and its imports:
+a keystroke below that point (nearly all of them) reuses them after two `str` scans."""
+
+
+def file_imports(text: str, language: str | None) -> Imports:
+    """Every import statement of the file, as local name -> binding.
+
+    A regex finds the statements (cheap); each statement's text is parsed once with
+    tree-sitter and memoised, so a keystroke re-parses only a statement being edited."""
+    syntax = _SYNTAX.get(language) if language else None
+    if syntax is None or syntax.import_pattern is None or language is None:
+        return Imports({})
+    last = _last_imports.get(language)
+    if last is not None:  # the previous keystroke's file, edited below its last import?
+        head, previous = last
+        if text.startswith(head) and all(
+            text.find(keyword, max(0, len(head) - len(keyword))) < 0
+            for keyword in syntax.import_keywords
+        ):
+            return previous
+    bindings: dict[str, Binding] = {}
+    star: list[str] = []
+    line, counted, end = 0, 0, 0
+    for match in _import_statements(text, syntax):
+        end = match.end()
+        statement = match.group()
+        key = (language, statement.strip())
+        with _imports_lock:
+            found = _imports_memo.get(key)
+            if found is not None:
+                _imports_memo.move_to_end(key)
+        if found is None:
+            found = _parse_imports(statement.strip(), language)
+            with _imports_lock:
+                _imports_memo[key] = found
+                while len(_imports_memo) > _IMPORTS_MEMO_SIZE:
+                    _imports_memo.popitem(last=False)
+        line += text.count("\n", counted, match.start())
+        counted = match.start()
+        for local, binding in found:
+            if local == "*":
+                star.append(binding.module)
+            else:
+                bindings[local] = Binding(binding.module, binding.name, line)
+    imports = Imports(bindings, tuple(star))
+    _last_imports[language] = (text[:end], imports)
+    return imports
+
+
+def _import_statements(text: str, syntax: _Syntax) -> list[re.Match[str]]:
+    """Matches of the language's import statement pattern, in file order, tried only at
+    the starts of lines that hold an import keyword: `str.find` is much faster than the
+    regex engine trying every position of a large file."""
+    pattern = syntax.import_pattern
+    found: dict[int, re.Match[str]] = {}
+    if pattern is None:
+        return []
+    for keyword in syntax.import_keywords:
+        position = text.find(keyword)
+        while position >= 0:
+            line_start = text.rfind("\n", 0, position) + 1
+            if line_start not in found:
+                match = pattern.match(text, line_start)
+                if match is not None and match.end() > position:
+                    found[line_start] = match
+            position = text.find(keyword, position + len(keyword))
+    return [found[start] for start in sorted(found)]
+
+
+def _parse_imports(statement: str, language: str) -> tuple[tuple[str, Binding], ...]:
+    root = parse(statement.encode("utf-8", "surrogatepass"), language)
+    if root is None:
+        return ()
+    out: list[tuple[str, Binding]] = []
+    extract = _IMPORT_EXTRACTORS.get(language)
+    if extract is not None:
+        for node in root.named_children:
+            extract(node, out)
+    return tuple(out)
+
+
+def _bind(out: list[tuple[str, Binding]], local: str, module: str, name: str | None) -> None:
+    local = "".join(local.split())
+    if local:
+        out.append((local, Binding("".join(module.split()), name, 0)))
+
+
+def _python_import(node: Node, out: list[tuple[str, Binding]]) -> None:
+    if node.type == "import_statement":
+        for imported in node.children_by_field_name("name"):
+            if imported.type == "aliased_import":
+                module = _text(imported.child_by_field_name("name"))
+                _bind(out, _text(imported.child_by_field_name("alias")), module, None)
+            else:
+                _bind(out, _text(imported), _text(imported), None)
+    elif node.type == "import_from_statement":
+        module = _text(node.child_by_field_name("module_name"))
+        if any(child.type == "wildcard_import" for child in node.children):
+            _bind(out, "*", module, None)
+            return
+        for imported in node.children_by_field_name("name"):
+            if imported.type == "aliased_import":
+                original = _text(imported.child_by_field_name("name"))
+                _bind(out, _text(imported.child_by_field_name("alias")), module, original)
+            else:
+                _bind(out, _text(imported), module, _text(imported))
+
+
+def _ts_import(node: Node, out: list[tuple[str, Binding]]) -> None:
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        for declarator in node.named_children:
+            value = declarator.child_by_field_name("value")
+            name = declarator.child_by_field_name("name")
+            arguments = value.child_by_field_name("arguments") if value is not None else None
+            source = arguments.named_child(0) if arguments is not None else None
+            if name is not None and source is not None and name.type == "identifier":
+                _bind(out, _text(name), _text(source).strip("\"'`"), None)
+        return
+    if node.type != "import_statement":
+        return
+    source = node.child_by_field_name("source")
+    module = _text(source).strip("\"'`")
+    clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+    if clause is None:
+        return
+    for part in clause.named_children:
+        if part.type == "identifier":  # default import: usually named like its definition
+            _bind(out, _text(part), module, _text(part))
+        elif part.type == "namespace_import":
+            _bind(out, _text(part.named_child(0)), module, None)
+        elif part.type == "named_imports":
+            for specifier in part.named_children:
+                if specifier.type != "import_specifier":
+                    continue
+                original = _text(specifier.child_by_field_name("name"))
+                alias = specifier.child_by_field_name("alias")
+                _bind(out, _text(alias) if alias is not None else original, module, original)
+
+
+def _go_import(node: Node, out: list[tuple[str, Binding]]) -> None:
+    if node.type != "import_declaration":
+        return
+    specs: list[Node] = []
+    for child in node.named_children:
+        if child.type == "import_spec":
+            specs.append(child)
+        elif child.type == "import_spec_list":
+            specs.extend(c for c in child.named_children if c.type == "import_spec")
+    for spec in specs:
+        path = _text(spec.child_by_field_name("path")).strip('"`')
+        name = spec.child_by_field_name("name")
+        local = _text(name) if name is not None else path.rsplit("/", 1)[-1]
+        if local == ".":
+            _bind(out, "*", path, None)
+        elif local != "_":
+            if name is None and re.fullmatch(r"v\d+", local) and "/" in path:
+                local = path.rsplit("/", 2)[-2]  # example.com/m/store/v2 is package store
+            _bind(out, local.replace("-", "_"), path, None)
+
+
+def _java_import(node: Node, out: list[tuple[str, Binding]]) -> None:
+    if node.type != "import_declaration":
+        return
+    dotted = next(
+        (_text(c) for c in node.named_children if c.type in ("scoped_identifier", "identifier")), ""
+    )
+    if not dotted:
+        return
+    if any(c.type == "asterisk" for c in node.children):
+        _bind(out, "*", dotted, None)
+        return
+    static = any(c.type == "static" for c in node.children)
+    parts = dotted.split(".")
+    if static and len(parts) >= 3:
+        _bind(out, parts[-1], ".".join(parts[:-2]), ".".join(parts[-2:]))
+    elif len(parts) >= 2:
+        _bind(out, parts[-1], ".".join(parts[:-1]), parts[-1])
+
+
+def _rust_import(node: Node, out: list[tuple[str, Binding]]) -> None:
+    if node.type != "use_declaration":
+        return
+    argument = node.child_by_field_name("argument")
+    if argument is not None:
+        _rust_use(argument, "", out)
+
+
+def _rust_use(node: Node, prefix: str, out: list[tuple[str, Binding]]) -> None:
+    kind = node.type
+
+    def join(head: str, tail: str) -> str:
+        return f"{head}::{tail}" if head and tail else head or tail
+
+    if kind in ("identifier", "self", "crate", "super"):
+        name = _text(node)
+        if name == "self":
+            module, _, last = prefix.rpartition("::")
+            _bind(out, last, module, last)
+        else:
+            _bind(out, name, prefix, name)
+    elif kind == "scoped_identifier":
+        path = join(prefix, _text(node.child_by_field_name("path")))
+        name = _text(node.child_by_field_name("name"))
+        _bind(out, name, path, name)
+    elif kind == "use_as_clause":
+        path_node = node.child_by_field_name("path")
+        full = join(prefix, _text(path_node))
+        module, _, name = full.rpartition("::")
+        _bind(out, _text(node.child_by_field_name("alias")), module, name)
+    elif kind == "scoped_use_list":
+        path_node = node.child_by_field_name("path")
+        inner = node.child_by_field_name("list")
+        if inner is not None:
+            _rust_use(inner, join(prefix, _text(path_node)), out)
+    elif kind == "use_list":
+        for child in node.named_children:
+            _rust_use(child, prefix, out)
+    elif kind == "use_wildcard":
+        path_node = node.named_child(0)
+        _bind(out, "*", join(prefix, _text(path_node)), None)
+
+
+_IMPORT_EXTRACTORS: Final = {
+    "python": _python_import,
+    "typescript": _ts_import,
+    "tsx": _ts_import,
+    "javascript": _ts_import,
+    "go": _go_import,
+    "java": _java_import,
+    "rust": _rust_import,
+}

@@ -1,0 +1,337 @@
+"""Token counting with the model's own tokenizer, fast enough for every keystroke.
+
+The tokenizer (a Hugging Face `tokenizer.json`, loaded with `tokenizers`) comes from, in
+order: the `completion.tokenizer` setting (the file or a folder holding it); the model
+name the backend reports when it is a local folder (vLLM reports the path it serves when
+no served-model-name is given); the local Hugging Face cache. Nothing is ever downloaded.
+Without a tokenizer, counts are estimated at `CHARS_PER_TOKEN` characters per token.
+
+Encoding is not cheap: the Qwen2.5-Coder tokenizer takes about 2 ms for a 6,000-character
+prefix on this machine, most of the 5 ms budget for a whole context. Text that changes on
+every keystroke (the prefix and suffix) is therefore counted per line, each line's count
+cached under the xxh3 of its text, so a keystroke re-encodes only the line it changed.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import xxhash
+from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 3.5
+"""Characters per token when no tokenizer is available.
+
+Measured with the Qwen2.5-Coder tokenizer: 4.24 characters per token over CPython 3.11's
+top-level standard-library modules (4.7 M characters; median file 4.18, tenth percentile
+2.93), 3.64 over the whole standard library with its tests and data, 3.67 over 300
+JavaScript files. 3.5 over-counts typical code a little, so an estimated budget is
+rarely exceeded.
+"""
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+def _key(text: str) -> int:
+    """The cache key of a text: xxh3-64 of its UTF-8 (lone surrogates kept as they are)."""
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
+
+
+class Fit(NamedTuple):
+    """Text cut to a token budget, and its tokens (the per-line count, see `count_lines`)."""
+
+    text: str
+    tokens: int
+
+
+class _Counts:
+    """A bounded map from text hash to token count, in two generations.
+
+    When the young generation fills up, it becomes the old one and the previous old one
+    is dropped; a hit in the old generation is promoted. That keeps recently used counts
+    like an LRU does, with no bookkeeping on a hit.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._half = max(1, capacity // 2)
+        self._young: dict[int, int] = {}
+        self._old: dict[int, int] = {}
+
+    def get(self, key: int) -> int | None:
+        value = self._young.get(key)
+        if value is None:
+            value = self._old.get(key)
+            if value is not None:
+                self.put(key, value)
+        return value
+
+    def put(self, key: int, value: int) -> None:
+        if len(self._young) >= self._half:
+            self._old = self._young
+            self._young = {}
+        self._young[key] = value
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+
+class TokenCounter:
+    """Counts tokens as the model's tokenizer does, or estimates them without one.
+
+    `count` is exact (the length of the tokenizer's own encoding, without BOS/EOS) and
+    cached per text: use it for snippets, which repeat across keystrokes. `count_lines`,
+    `fit_head` and `fit_tail` count line by line with a per-line cache: use them for the
+    current file's prefix and suffix. A per-line count never undercounts in practice: it
+    is 1.5% above the exact count on the standard library (blank-line runs that encode
+    as one token count one per line), so a fitted text stays within its budget.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer | None = None,
+        *,
+        source: str = "estimate",
+        cache_size: int = 65_536,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.source = source
+        """Where the tokenizer came from, for logs (a path), or "estimate"."""
+        self._texts = _Counts(cache_size // 8)
+        self._lines = _Counts(cache_size)
+
+    @property
+    def exact(self) -> bool:
+        """True when counts come from a real tokenizer, False when they are estimates."""
+        return self.tokenizer is not None
+
+    def count(self, text: str) -> int:
+        """Tokens in `text`: exact with a tokenizer, cached by the text's xxh3."""
+        if not text:
+            return 0
+        if self.tokenizer is None:
+            return math.ceil(len(text) / CHARS_PER_TOKEN)
+        key = _key(text)
+        cached = self._texts.get(key)
+        if cached is None:
+            cached = len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+            self._texts.put(key, cached)
+        return cached
+
+    def count_lines(self, text: str) -> int:
+        """Tokens in `text` counted line by line: an upper bound of `count`, cached per line."""
+        return sum(self._line_counts(text.splitlines(keepends=True)))
+
+    def fit_tail(self, text: str, budget: int) -> Fit:
+        """The longest end of `text` that fits `budget` tokens, starting at a line start.
+
+        For a prefix: the lines nearest the cursor survive. If even the last line does not
+        fit, its longest fitting end is kept, cut anywhere.
+        """
+        if budget <= 0 or not text:
+            return Fit("", 0)
+        window = self._window_chars(budget)
+        while True:
+            start = max(0, len(text) - window)
+            if start > 0:  # begin at a line start inside the window
+                newline = text.find("\n", start - 1)
+                start = len(text) if newline == -1 else newline + 1
+            lines = text[start:].splitlines(keepends=True)
+            counts = self._line_counts(lines)
+            used, kept = 0, len(lines)
+            while kept > 0 and used + counts[kept - 1] <= budget:
+                kept -= 1
+                used += counts[kept]
+            if kept > 0 or start == 0:
+                break
+            window *= 2  # the whole window fitted: look further back
+        offset = start + sum(len(line) for line in lines[:kept])
+        if offset == len(text) and lines:
+            return self._cut_tail(lines[-1], budget)
+        return Fit(text[offset:], used)
+
+    def fit_head(self, text: str, budget: int) -> Fit:
+        """The longest start of `text` that fits `budget` tokens, ending at a line end.
+
+        For a suffix or a snippet: the lines nearest the start survive. If even the first
+        line does not fit, its longest fitting start is kept, cut anywhere.
+        """
+        if budget <= 0 or not text:
+            return Fit("", 0)
+        window = self._window_chars(budget)
+        while True:
+            end = min(len(text), window)
+            if end < len(text):  # end at a line end inside the window
+                newline = text.rfind("\n", 0, end)
+                end = 0 if newline == -1 else newline + 1
+            lines = text[:end].splitlines(keepends=True)
+            counts = self._line_counts(lines)
+            used = kept = 0
+            while kept < len(lines) and used + counts[kept] <= budget:
+                used += counts[kept]
+                kept += 1
+            if kept < len(lines) or end == len(text):
+                break
+            window *= 2
+        if kept == 0:
+            first = text[: text.find("\n") + 1] or text
+            return self._cut_head(first, budget)
+        return Fit(text[: sum(len(line) for line in lines[:kept])], used)
+
+    def token_id(self, token: str) -> int | None:
+        """The id of a (special) token in the tokenizer's vocabulary, if there is one."""
+        return None if self.tokenizer is None else self.tokenizer.token_to_id(token)
+
+    def _window_chars(self, budget: int) -> int:
+        # Generous: 8 characters per token is more than code reaches, except long runs of
+        # spaces; if a window turns out too small, the fit loops widen it.
+        return budget * 8 + 1
+
+    def _line_counts(self, lines: Sequence[str]) -> list[int]:
+        if self.tokenizer is None:
+            return [math.ceil(len(line) / CHARS_PER_TOKEN) for line in lines]
+        keys = [_key(line) for line in lines]
+        counts = [self._lines.get(key) for key in keys]
+        missing = [i for i, n in enumerate(counts) if n is None]
+        if missing:
+            encoded = self.tokenizer.encode_batch_fast(
+                [lines[i] for i in missing], add_special_tokens=False
+            )
+            for i, encoding in zip(missing, encoded, strict=True):
+                counts[i] = len(encoding.ids)
+                self._lines.put(keys[i], len(encoding.ids))
+        return [n or 0 for n in counts]
+
+    def _cut_tail(self, line: str, budget: int) -> Fit:
+        """The longest end of one line within budget (binary search on exact counts)."""
+        low, high = 0, len(line)  # candidate start offsets; `high` always fits (empty)
+        while low < high:
+            middle = (low + high) // 2
+            if self.count(line[middle:]) <= budget:
+                high = middle
+            else:
+                low = middle + 1
+        return Fit(line[high:], self.count(line[high:]))
+
+    def _cut_head(self, line: str, budget: int) -> Fit:
+        """The longest start of one line within budget (binary search on exact counts)."""
+        low, high = 0, len(line)  # candidate end offsets; `low` always fits (empty)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.count(line[:middle]) <= budget:
+                low = middle
+            else:
+                high = middle - 1
+        return Fit(line[:low], self.count(line[:low]))
+
+
+def find_tokenizer_file(
+    setting: str | None, model_name: str | None, environ: Mapping[str, str] | None = None
+) -> tuple[Path, str] | None:
+    """The tokenizer.json to use and why, or None: the setting (a .json file or a folder
+    holding tokenizer.json), the model name when it is an absolute folder path, then the
+    Hugging Face cache. Never downloads."""
+    environ = os.environ if environ is None else environ
+    if setting:
+        found = _tokenizer_at(Path(setting).expanduser())
+        if found is not None:
+            return found, "completion.tokenizer"
+        log.warning("completion.tokenizer %r has no %s; looking elsewhere", setting, TOKENIZER_FILE)
+    if model_name:
+        folder = Path(model_name).expanduser()  # relative: another process's folder
+        found = _tokenizer_at(folder) if folder.is_absolute() else None
+        if found is not None:
+            return found, "the model's folder"
+        found = _hf_cache_tokenizer(model_name, environ)
+        if found is not None:
+            return found, "the Hugging Face cache"
+    return None
+
+
+def load_token_counter(
+    setting: str | None, model_name: str | None, environ: Mapping[str, str] | None = None
+) -> TokenCounter:
+    """A TokenCounter for this model, with one info line saying where its tokenizer came
+    from or that counts are estimated. Loading takes ~0.4 s: call it off the event loop."""
+    found = find_tokenizer_file(setting, model_name, environ)
+    if found is not None:
+        path, why = found
+        try:
+            tokenizer = _load_tokenizer(str(path), path.stat().st_mtime_ns)
+        except Exception as exc:  # a corrupt or foreign file: estimate rather than fail
+            log.warning("cannot load tokenizer %s: %s", path, exc)
+        else:
+            log.info("token counting: tokenizer %s (from %s)", path, why)
+            return TokenCounter(tokenizer, source=str(path))
+    log.info(
+        "token counting: no local tokenizer for model %r; estimating %.1f characters per token",
+        model_name,
+        CHARS_PER_TOKEN,
+    )
+    return TokenCounter()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(path: str, mtime_ns: int) -> Tokenizer:
+    """Loaded once per file version: settings changes and new windows reuse it."""
+    return Tokenizer.from_file(path)
+
+
+def _tokenizer_at(path: Path) -> Path | None:
+    try:
+        if path.suffix == ".json" and path.is_file():
+            return path
+        candidate = path / TOKENIZER_FILE
+        return candidate if candidate.is_file() else None
+    except OSError:  # a name too long or otherwise unusable as a path
+        return None
+
+
+def _hf_hub_dir(environ: Mapping[str, str]) -> Path:
+    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if environ.get(variable):
+            return Path(environ[variable]).expanduser()
+    if environ.get("HF_HOME"):
+        return Path(environ["HF_HOME"]).expanduser() / "hub"
+    cache_home = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache_home).expanduser() / "huggingface" / "hub"
+
+
+def _hf_cache_tokenizer(model_name: str, environ: Mapping[str, str]) -> Path | None:
+    """models--org--name/snapshots/<rev>/tokenizer.json: the revision refs/main names,
+    else the newest. A name without an org matches any org, if only one has it."""
+    hub = _hf_hub_dir(environ)
+    name = model_name.strip("/")
+    if "/" in name:
+        folders = [hub / ("models--" + name.replace("/", "--"))]
+    else:
+        try:
+            folders = [
+                entry
+                for entry in hub.iterdir()
+                if entry.name.lower().endswith("--" + name.lower())
+                and entry.name.startswith("models--")
+            ]
+        except OSError:
+            return None
+        if len(folders) != 1:
+            return None
+    folder = folders[0]
+    try:
+        main = (folder / "refs" / "main").read_text().strip()
+    except OSError:
+        main = ""
+    if main and (folder / "snapshots" / main / TOKENIZER_FILE).is_file():
+        return folder / "snapshots" / main / TOKENIZER_FILE
+    try:
+        found = list((folder / "snapshots").glob(f"*/{TOKENIZER_FILE}"))
+    except OSError:
+        return None
+    return max(found, key=lambda path: path.stat().st_mtime, default=None)

@@ -1,0 +1,422 @@
+"""The context builder: retrieval through imports and types, ranking, dedup, the budget."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cache.index import ProjectIndex
+from server.context import (
+    Budget,
+    Context,
+    ContextBuilder,
+    Snippet,
+    build_context,
+    default_overhead,
+    estimate_tokens,
+    fit_prefix,
+    jaccard,
+    leaf_tokens,
+)
+from server.cursor import analyse
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def index_of(name: str, tmp: Path) -> ProjectIndex:
+    root = Path(shutil.copytree(FIXTURES / name, tmp / name))
+    index = ProjectIndex(root, cache_dir=tmp / "cache")
+    index.build()
+    return index
+
+
+@pytest.fixture(scope="module")
+def py_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProjectIndex]:
+    index = index_of("context_py", tmp_path_factory.mktemp("py"))
+    yield index
+    index.close()
+
+
+SERVICE = "app/service.py"
+
+
+def edited(index: ProjectIndex, path: str, body: str, anchor: str) -> tuple[str, int]:
+    """The file's text with `body` inserted after `anchor`, and the offset of its `|`."""
+    base = (index.root / path).read_text()
+    at = base.index(anchor) + len(anchor)
+    return base[:at] + body.replace("|", "", 1) + base[at:], at + body.index("|")
+
+
+def service(index: ProjectIndex, body: str) -> tuple[str, int]:
+    return edited(index, SERVICE, body, "    def restock(self, sku: str) -> None:\n")
+
+
+def resolved(index: ProjectIndex, body: str, chain: tuple[str, ...]) -> tuple[str, str] | None:
+    text, offset = service(index, body)
+    cursor = analyse(text, offset, "python")
+    target = ContextBuilder(index).resolve(SERVICE, text, cursor, chain)
+    if target is None:
+        return None
+    return target.path, target.definition.qualified_name if target.definition else ""
+
+
+# --- retrieval (Python) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "chain", "expected"),
+    [
+        # `from inventory.models import Item as StockItem`: an alias
+        ("        StockItem|\n", ("StockItem",), ("inventory/models.py", "Item")),
+        # `import inventory.storage.repo as storage`, then `storage.attr`
+        (
+            "        storage.open_repo|\n",
+            ("storage", "open_repo"),
+            ("inventory/storage/repo.py", "open_repo"),
+        ),
+        # through a function's return annotation
+        (
+            "        storage.open_repo().|\n",
+            ("storage", "open_repo", "()"),
+            ("inventory/storage/repo.py", "Repo"),
+        ),
+        # `from inventory import Warehouse`: re-exported by the package's __init__
+        ("        Warehouse|\n", ("Warehouse",), ("inventory/models.py", "Warehouse")),
+        # `from inventory import util`: a submodule, also re-exported with `from . import util`
+        (
+            "        util.verify_directory|\n",
+            ("util", "verify_directory"),
+            ("inventory/util.py", "verify_directory"),
+        ),
+        # a class attribute chain
+        (
+            "        Warehouse.add|\n",
+            ("Warehouse", "add"),
+            ("inventory/models.py", "Warehouse.add"),
+        ),
+        # a variable assigned from a constructor nearby
+        (
+            "        w = Warehouse('x')\n        w.find|\n",
+            ("w", "find"),
+            ("inventory/models.py", "Warehouse.find"),
+        ),
+        # `self.repo = repo` with `repo: Repo` in __init__
+        (
+            "        self.repo.save|\n",
+            ("self", "repo", "save"),
+            ("inventory/storage/repo.py", "Repo.save"),
+        ),
+        # a member the class does not define (half-typed): the class
+        (
+            "        w = Warehouse('x')\n        w.fi|\n",
+            ("w", "fi"),
+            ("inventory/models.py", "Warehouse"),
+        ),
+        # `storage` module itself
+        ("        storage.|\n", ("storage",), ("inventory/storage/repo.py", "")),
+        # outside the project
+        ("        os.path.join|\n", ("os", "path", "join"), None),
+    ],
+)
+def test_names_resolve_through_imports_and_types(
+    py_index: ProjectIndex, body: str, chain: tuple[str, ...], expected: tuple[str, str] | None
+) -> None:
+    assert resolved(py_index, body, chain) == expected
+
+
+def test_relative_imports_resolve_from_inside_a_package(py_index: ProjectIndex) -> None:
+    path = "inventory/storage/repo.py"
+    text, offset = edited(
+        py_index, path, "        Item|\n", "    def get(self, sku: str) -> Item:\n"
+    )
+    cursor = analyse(text, offset, "python")
+    target = ContextBuilder(py_index).resolve(path, text, cursor, ("Item",))
+    assert target is not None and target.path == "inventory/models.py"
+    assert target.definition is not None and target.definition.name == "Item"
+
+
+def test_inherited_members_resolve_to_the_base_class(py_index: ProjectIndex) -> None:
+    text, offset = service(py_index, "        c = ColdStore('x')\n        c.add|\n")
+    text = "from inventory.cold import ColdStore\n" + text
+    cursor = analyse(text, offset + len("from inventory.cold import ColdStore\n"), "python")
+    builder = ContextBuilder(py_index)
+    target = builder.resolve(SERVICE, text, cursor, ("c", "add"))
+    assert target is not None and target.path == "inventory/models.py"
+    assert target.definition is not None and target.definition.qualified_name == "Warehouse.add"
+    own = builder.resolve(SERVICE, text, cursor, ("c", "chill"))
+    assert own is not None and own.definition is not None
+    assert (own.path, own.definition.qualified_name) == ("inventory/cold.py", "ColdStore.chill")
+
+
+def test_long_class_is_shown_by_its_outline(py_index: ProjectIndex) -> None:
+    builder = ContextBuilder(py_index)
+    text, offset = service(py_index, "        w = Warehouse('x')\n        w.|\n")
+    best = builder.candidates(SERVICE, text, analyse(text, offset, "python"))[0]
+    assert (best.path, best.name) == ("inventory/models.py", "Warehouse")
+    assert best.text.startswith("class Warehouse:\n")
+    assert '"""A named place that holds items, keyed by SKU."""' in best.text
+    assert "    def add(self, item: Item) -> None: ..." in best.text
+    assert "    def total(self) -> int: ..." in best.text
+    assert "held.quantity" not in best.text  # no bodies
+
+
+def test_short_method_is_shown_whole_inside_its_class(py_index: ProjectIndex) -> None:
+    builder = ContextBuilder(py_index)
+    text, offset = service(py_index, "        Warehouse.add(|\n")
+    snippets = builder.candidates(SERVICE, text, analyse(text, offset, "python"))
+    add = next(s for s in snippets if s.name == "Warehouse.add")
+    assert add.text.startswith("class Warehouse:\n    def add(self, item: Item) -> None:\n")
+    assert "            held.quantity += item.quantity\n" in add.text
+
+
+def test_a_short_file_is_shown_whole_instead_of_its_definitions(py_index: ProjectIndex) -> None:
+    builder = ContextBuilder(py_index)
+    text, offset = service(py_index, "        storage.open_repo(|\n")
+    snippets = builder.candidates(SERVICE, text, analyse(text, offset, "python"))
+    assert snippets[0].path == "inventory/storage/repo.py" and snippets[0].name == ""
+    assert "def open_repo(url: str) -> Repo:" in snippets[0].text
+    assert not any(s.path == "inventory/storage/repo.py" and s.name for s in snippets)
+
+
+# --- ranking -----------------------------------------------------------------------------------
+
+
+def test_ranking_direct_answers_then_graph_distance_then_recency(py_index: ProjectIndex) -> None:
+    text, offset = service(py_index, "        util.verify_directory(|\n")
+    cursor = analyse(text, offset, "python")
+    ranked = ContextBuilder(py_index).candidates(SERVICE, text, cursor)
+    assert ranked[0].path == "inventory/util.py"  # the function being called
+    scores = {s.path: s.score for s in ranked if not s.name}
+    assert scores["inventory/models.py"] > scores["app/copy_of_util.py"]  # dependency > sibling
+    recent = ContextBuilder(py_index, recent=["inventory/storage/repo.py", "inventory/models.py"])
+    again = {s.path: s.score for s in recent.candidates(SERVICE, text, cursor) if not s.name}
+    assert (
+        again["inventory/models.py"]
+        > again["inventory/storage/repo.py"]
+        > again["inventory/__init__.py"]
+    )
+
+
+def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:
+    a = (py_index.root / "inventory/util.py").read_text()
+    b = (py_index.root / "app/copy_of_util.py").read_text()
+    assert jaccard(leaf_tokens(a, "python"), leaf_tokens(b, "python")) >= 0.85
+    text, offset = service(py_index, "        x = 1|\n")
+    context = ContextBuilder(py_index).build(SERVICE, text, offset, "python", Budget(total=4000))
+    paths = [s.path for s in context.snippets]
+    assert "inventory/util.py" in paths and "app/copy_of_util.py" not in paths
+
+
+def test_dedup_keeps_the_better_scored_copy() -> None:
+    body = "def slugify(text: str) -> str:\n    return '-'.join(text.lower().split())\n"
+    snippets = [
+        Snippet("b.py", body, 0, 10.0, "", "python"),
+        Snippet("a.py", body.replace("text", "text "), 0, 50.0, "", "python"),
+    ]
+    context = build_context("x = 1\n", "", snippets, Budget(total=1000))
+    assert [s.path for s in context.snippets] == ["a.py"]
+
+
+def test_snippets_already_in_the_window_are_dropped() -> None:
+    shown = "def helper(a, b):\n    return a + b\n"
+    snippets = [Snippet("lib.py", shown, 0, 100.0), Snippet("other.py", "X = 1\n", 0, 1.0)]
+    prefix = "import lib\n\n" + shown + "\nhelper("
+    context = build_context(prefix, ")\n", snippets, Budget(total=1000))
+    assert [s.path for s in context.snippets] == ["other.py"]
+
+
+# --- stable order ----------------------------------------------------------------------------
+
+
+def rendered(context: Context) -> str:
+    return "".join(f"<|file_sep|>{path}\n{text}" for path, text in context.files())
+
+
+def test_render_order_is_by_kind_path_and_line_not_score() -> None:
+    snippets = [
+        Snippet("z.py", "def z(): ...\n", 5, 400.0, "z"),
+        Snippet("a.py", "def a(): ...\n", 9, 300.0, "a"),
+        Snippet("a.py", "def b(): ...\n", 2, 200.0, "b"),
+        Snippet("m.py", "M = 1\n", 0, 10.0, ""),
+    ]
+    context = build_context("", "", snippets, Budget(total=1000))
+    assert [(s.path, s.start_line) for s in context.snippets] == [
+        ("m.py", 0),
+        ("a.py", 2),
+        ("a.py", 9),
+        ("z.py", 5),
+    ]
+
+
+def test_typing_keeps_the_snippets_and_their_order(py_index: ProjectIndex) -> None:
+    builder = ContextBuilder(py_index)
+    line = "        self.repo.save(StockItem(sku, sku))"
+    text, start = service(py_index, "|\n")
+    previous = None
+    changes = 0
+    for typed in range(len(line) + 1):
+        current = text[:start] + line[:typed] + text[start:]
+        context = builder.build(SERVICE, current, start + typed, "python", Budget(total=1200))
+        assert list(context.snippets) == sorted(context.snippets, key=lambda s: s.order)
+        snippets = rendered(context)
+        if previous is not None and snippets != previous:
+            changes += 1
+        previous = snippets
+    assert changes <= 3  # `self.repo`, `StockItem` arrive once each and then stay
+
+
+def test_a_chosen_snippet_stays_while_the_cursor_stays_in_its_function(
+    py_index: ProjectIndex,
+) -> None:
+    builder = ContextBuilder(py_index)
+    text, offset = service(py_index, "        w = Warehouse('x')\n        w.|\n")
+    first = builder.build(SERVICE, text, offset, "python", Budget(total=1200))
+    assert ("inventory/models.py", "Warehouse") in {(s.path, s.name) for s in first.snippets}
+    text, offset = service(py_index, "        n = 1|\n")
+    later = builder.build(SERVICE, text, offset, "python", Budget(total=1200))
+    assert ("inventory/models.py", "Warehouse") in {(s.path, s.name) for s in later.snippets}
+    builder.forget(SERVICE)
+    fresh = builder.build(SERVICE, text, offset, "python", Budget(total=1200))
+    assert ("inventory/models.py", "Warehouse") not in {(s.path, s.name) for s in fresh.snippets}
+
+
+def test_without_an_index_the_context_is_the_current_file() -> None:
+    text = "import os\n\ndef f():\n    os.path.|\n    return 1\n"
+    offset = text.index("|")
+    text = text.replace("|", "")
+    context = ContextBuilder(None).build("f.py", text, offset, "python")
+    assert context.snippets == ()
+    assert context.prefix == text[:offset] and context.suffix == text[offset:]
+    assert context.names[0] == "os.path"
+
+
+# --- the budget ----------------------------------------------------------------------------
+
+
+def test_unused_cross_file_budget_goes_to_the_prefix() -> None:
+    prefix = "".join(f"line_{i} = {i}\n" for i in range(400))
+    budget = Budget(total=1000, cross_file_share=0.5, suffix_share=0.1)
+    alone = build_context(prefix, "", [], budget)
+    crowded = build_context(prefix, "", [Snippet("a.py", "A = 1\n" * 200, 0, 1.0)], budget)
+    assert estimate_tokens(alone.prefix) > 900
+    assert estimate_tokens(crowded.prefix) < estimate_tokens(alone.prefix)
+    assert alone.tokens <= 1000 and crowded.tokens <= 1000
+
+
+def test_prefix_starts_on_a_line_that_is_a_multiple_of_the_step() -> None:
+    prefix = "".join(f"value_{i} = {i}\n" for i in range(300)) + "tail = "
+    kept, tokens = fit_prefix(prefix, 500, estimate_tokens, step_lines=8)
+    first_line = prefix[: len(prefix) - len(kept)].count("\n")
+    assert first_line % 8 == 0 and kept.startswith("value_")
+    assert tokens == estimate_tokens(kept) <= 500
+    longer, _ = fit_prefix(prefix + "x", 500, estimate_tokens, step_lines=8)
+    assert longer == kept + "x"  # one more key: the same start
+
+
+def words(text: str) -> int:
+    return len(text.split()) + text.count("\n")
+
+
+COUNTERS = [estimate_tokens, len, words]
+lines = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r"), max_size=60)
+texts = st.lists(lines, max_size=60).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    prefix=texts,
+    suffix=texts,
+    bodies=st.lists(st.tuples(st.sampled_from(["a.py", "pkg/b.py", "c.ts"]), texts), max_size=8),
+    total=st.integers(min_value=0, max_value=3000),
+    reserved=st.integers(min_value=0, max_value=200),
+    cross=st.floats(min_value=0, max_value=1),
+    suffix_share=st.floats(min_value=0, max_value=1),
+    step=st.integers(min_value=1, max_value=16),
+    counter=st.sampled_from(COUNTERS),
+)
+def test_the_budget_is_never_exceeded(
+    prefix: str,
+    suffix: str,
+    bodies: list[tuple[str, str]],
+    total: int,
+    reserved: int,
+    cross: float,
+    suffix_share: float,
+    step: int,
+    counter: object,
+) -> None:
+    count = counter if callable(counter) else estimate_tokens
+    budget = Budget(total, suffix_share, cross, reserved, prefix_step_lines=step)
+    snippets = [Snippet(p, t, i, float(i), f"n{i}") for i, (p, t) in enumerate(bodies)]
+    overhead = default_overhead(count)
+    context = build_context(prefix, suffix, snippets, budget, count, overhead)
+    counted = (
+        count(context.prefix)
+        + count(context.suffix)
+        + sum(overhead(s.path) + count(s.text) for s in context.snippets)
+    )
+    assert context.tokens == counted <= max(0, total - reserved)
+    assert prefix.endswith(context.prefix) and suffix.startswith(context.suffix)
+    assert sum(overhead(s.path) + count(s.text) for s in context.snippets) <= budget.cross_file_cap
+
+
+def test_the_server_budget_holds_on_a_real_build(py_index: ProjectIndex) -> None:
+    builder = ContextBuilder(py_index)
+    text, offset = service(py_index, "        util.verify_directory(|\n")
+    for total in (0, 50, 300, 800, 4000):
+        context = builder.build(SERVICE, text, offset, "python", Budget(total=total, reserved=20))
+        assert context.tokens <= max(0, total - 20)
+
+
+# --- TypeScript and Go -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ts_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProjectIndex]:
+    index = index_of("context_ts", tmp_path_factory.mktemp("ts"))
+    yield index
+    index.close()
+
+
+@pytest.fixture(scope="module")
+def go_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProjectIndex]:
+    index = index_of("context_go", tmp_path_factory.mktemp("go"))
+    yield index
+    index.close()
+
+
+def best(index: ProjectIndex, path: str, language: str, anchor: str, body: str) -> Snippet:
+    text, offset = edited(index, path, body, anchor)
+    cursor = analyse(text, offset, language)
+    return ContextBuilder(index).candidates(path, text, cursor)[0]
+
+
+def test_typescript_constructed_variable_resolves_to_its_class(ts_index: ProjectIndex) -> None:
+    top = best(ts_index, "src/app.ts", "typescript", "const w = new WH();\n", "  w.|\n")
+    assert (top.path, top.name) == ("src/models.ts", "Warehouse")
+    assert "add(item: Item): void" in top.text
+
+
+def test_typescript_namespace_import_attribute(ts_index: ProjectIndex) -> None:
+    body = "  util.verifyDirectory(|\n"
+    top = best(ts_index, "src/app.ts", "typescript", "const w = new WH();\n", body)
+    assert top.path == "src/util.ts"
+    assert "export function verifyDirectory(path: string): boolean" in top.text
+
+
+def test_go_constructor_result_resolves_to_the_struct_and_its_methods(
+    go_index: ProjectIndex,
+) -> None:
+    top = best(go_index, "cmd/main.go", "go", "s := store.NewStore()\n", "\ts.|\n")
+    assert top.path == "store/store.go"
+    assert "func (s *Store) Add(sku string, n int)" in top.text
+
+
+def test_go_aliased_package_import(go_index: ProjectIndex) -> None:
+    top = best(go_index, "cmd/main.go", "go", "s := store.NewStore()\n", "\tu.Verify(|\n")
+    assert top.path == "util/util.go" and "func Verify(path string) bool" in top.text

@@ -1,0 +1,254 @@
+"""Cursor analysis: scopes, the names near the cursor, local types and imports."""
+
+from __future__ import annotations
+
+from server.cursor import (
+    CALL,
+    Binding,
+    Tier,
+    analyse,
+    attribute_type,
+    chain_before,
+    file_imports,
+    type_chain,
+)
+from server.stops import Mode
+
+
+def at_bar(source: str, language: str = "python"):  # type: ignore[no-untyped-def]
+    """Analyse `source` with the cursor where its `|` is."""
+    offset = source.index("|")
+    return analyse(source.replace("|", "", 1), offset, language)
+
+
+PY_SERVICE = '''"""The service."""
+
+import os
+import pkg.mod as m
+from . import util
+from ..models import Warehouse as WH, Item
+from pkg import (
+    a,
+    b as bee,
+)
+from pkg.star import *
+
+
+class Service(Base):
+    """Doc."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.store = Store()
+
+    def run(self, item: Item, n: int = 3) -> None:
+        x = WH()
+        y: Optional[m.Thing] = None
+        util.verify_directory(item.path)
+        x.add(self.repo.get(1).save, |)
+'''
+
+
+def test_python_scopes_are_the_enclosing_class_and_method() -> None:
+    info = at_bar(PY_SERVICE)
+    assert [(s.kind, s.name) for s in info.scopes] == [("class", "Service"), ("function", "run")]
+    assert info.scopes[0].header == "class Service(Base):"
+    assert info.enclosing_class is not None and info.enclosing_class.name == "Service"
+    assert info.bases == (("Base",),)
+
+
+def test_python_imports_keep_aliases_relative_modules_and_stars() -> None:
+    imports = at_bar(PY_SERVICE).imports
+    bindings = imports.bindings
+    assert bindings["os"] == Binding("os", None, 2)
+    assert bindings["m"].module == "pkg.mod" and bindings["m"].name is None
+    assert (bindings["util"].module, bindings["util"].name) == (".", "util")
+    assert (bindings["WH"].module, bindings["WH"].name) == ("..models", "Warehouse")
+    assert (bindings["Item"].module, bindings["Item"].name) == ("..models", "Item")
+    assert (bindings["bee"].module, bindings["bee"].name) == ("pkg", "b")
+    assert "a" in bindings
+    assert imports.star == ("pkg.star",)
+
+
+def test_python_plain_dotted_import_binds_the_dotted_name() -> None:
+    bindings = file_imports("import a.b.c\nimport x.y as z\n", "python").bindings
+    assert bindings["a.b.c"] == Binding("a.b.c", None, 0)
+    assert bindings["z"] == Binding("x.y", None, 1)
+
+
+def test_python_local_types_come_from_constructors_annotations_and_parameters() -> None:
+    info = at_bar(PY_SERVICE)
+    assert info.types["x"] == ("WH", CALL)
+    assert info.types["y"] == ("m", "Thing")
+    assert info.types["item"] == ("Item",)
+
+
+def test_python_references_most_direct_first() -> None:
+    info = at_bar(PY_SERVICE)
+    chains = [r.chain for r in info.references]
+    assert info.callee == ("x", "add")
+    assert info.references[0].chain == ("x", "add") and info.references[0].tier == Tier.TYPED
+    statement = [r.chain for r in info.references if r.tier == Tier.STATEMENT]
+    assert ("self", "repo", "get", CALL, "save") in statement
+    above = [r.chain for r in info.references if r.tier == Tier.ABOVE]
+    assert above.index(("util", "verify_directory")) < above.index(("WH",))  # nearest first
+    assert ("m", "Thing") in chains
+
+
+def test_object_before_the_dot_is_the_target() -> None:
+    info = at_bar("import util\n\ndef f(w: Warehouse):\n    w.ad|\n")
+    assert info.target == ("w",) and info.partial == "ad"
+    assert info.references[0].chain == ("w",) and info.references[0].tier == Tier.TARGET
+    assert all(r.chain[:2] != ("w", "ad") for r in info.references)  # not the half-typed name
+
+
+def test_chain_before_reads_calls_and_stops_at_expressions() -> None:
+    text = "x = self.repo.get(1).sa"
+    assert chain_before(text, len(text), "python") == (("self", "repo", "get", CALL), "sa", True)
+    assert chain_before("verify_dir", 10, "python") == ((), "verify_dir", False)
+    assert chain_before("(a + b).x", 9, "python") == ((), "x", True)
+    assert chain_before("value = 1.5", 11, "python") == ((), "", False)
+    assert chain_before("Repo::new", 9, "rust") == (("Repo",), "new", True)
+
+
+def test_line_or_block_is_the_stop_rules_decision() -> None:
+    assert at_bar("def f():\n    |\n").shape.mode is Mode.BLOCK
+    assert at_bar("def f():\n    x = g(|)\n").shape.mode is Mode.LINE
+
+
+def test_words_in_comments_and_strings_are_not_names() -> None:
+    info = at_bar("import linecache\n\ndef f():\n    # see linecache.get|\n")
+    assert info.in_prose == "comment"
+    assert info.target == () and not any(r.tier >= Tier.TYPED for r in info.references)
+    info = at_bar('def f():\n    """Check lin|\n')  # not closed yet
+    assert info.in_prose == "string"
+    assert not any(r.tier >= Tier.TYPED for r in info.references)
+
+
+def test_self_attribute_types_are_found_anywhere_in_the_file() -> None:
+    text = (
+        "class A:\n    cache: Cache\n\n"
+        "    def __init__(self, repo: Repo, store):\n"
+        "        self.repo = repo\n        self.store = Store(1)\n        self.n: int | None = 0\n"
+    )
+    assert attribute_type(text, "repo", "python") == ("Repo",)
+    assert attribute_type(text, "store", "python") == ("Store",)
+    assert attribute_type(text, "cache", "python") == ("Cache",)
+    assert attribute_type(text, "n", "python") == ()
+    assert attribute_type(text, "missing", "python") == ()
+
+
+def test_type_chain_skips_wrappers() -> None:
+    assert type_chain("Optional[repo.Repo]") == ("repo", "Repo")
+    assert type_chain("list[Item] | None") == ("Item",)
+    assert type_chain("Result<Vec<Store>, Error>") == ("Store",)
+    assert type_chain("*store.Store") == ("store", "Store")
+    assert type_chain("int") == ()
+
+
+def test_large_file_is_analysed_from_a_window_with_scopes_above_it() -> None:
+    methods = "".join(
+        f"    def method_{i}(self, value: int) -> int:\n"
+        + "".join(f"        value = value + {j}\n" for j in range(8))
+        + "        return value\n\n"
+        for i in range(200)
+    )
+    text = "from store import Store\n\n\nclass Big(Base):\n" + methods
+    offset = text.index("def method_150") + 40
+    offset = text.index("\n", offset) + 1 + len("        value = ")
+    info = analyse(text, offset, "python")
+    assert [s.name for s in info.scopes] == ["Big", "method_150"]
+    assert info.scopes[0].line == 3
+    assert info.window_start_line > 1000  # only the method was parsed
+    assert info.imports.bindings["Store"].name == "Store"
+
+
+TS_APP = """import { Warehouse as WH, Item } from "./models";
+import * as util from "../util";
+import Default from "./d";
+const fs = require("fs");
+
+export class App {
+  constructor(private repo: Repo) {}
+
+  run(item: Item): void {
+    const w = new WH();
+    const s: Store = make();
+    w.|
+  }
+}
+"""
+
+
+def test_typescript_imports_types_and_scopes() -> None:
+    info = at_bar(TS_APP, "typescript")
+    bindings = info.imports.bindings
+    assert (bindings["WH"].module, bindings["WH"].name) == ("./models", "Warehouse")
+    assert (bindings["util"].module, bindings["util"].name) == ("../util", None)
+    assert (bindings["Default"].module, bindings["Default"].name) == ("./d", "Default")
+    assert (bindings["fs"].module, bindings["fs"].name) == ("fs", None)
+    assert info.types["w"] == ("WH", CALL)
+    assert info.types["s"] == ("Store",)
+    assert info.types["item"] == ("Item",)
+    assert attribute_type(TS_APP, "repo", "typescript") == ("Repo",)  # a parameter property
+    assert [s.name for s in info.scopes] == ["App", "run"]
+    assert info.target == ("w",)
+
+
+GO_MAIN = """package main
+
+import (
+\t"fmt"
+\tu "example.com/shop/util"
+\t"example.com/shop/store"
+\t"example.com/shop/api/v2"
+)
+
+func (a *App) Run(r repo.Repo) {
+\ts := store.NewStore()
+\tx := &Item{}
+\tu.Verify(|)
+}
+"""
+
+
+def test_go_imports_types_and_scopes() -> None:
+    info = at_bar(GO_MAIN, "go")
+    bindings = info.imports.bindings
+    assert bindings["u"].module == "example.com/shop/util"
+    assert bindings["store"].module == "example.com/shop/store"
+    assert bindings["fmt"].module == "fmt"
+    assert bindings["api"].module == "example.com/shop/api/v2"
+    assert info.types["s"] == ("store", "NewStore", CALL)
+    assert info.types["x"] == ("Item",)
+    assert info.types["r"] == ("repo", "Repo")
+    assert info.types["a"] == ("App",)
+    assert info.callee == ("u", "Verify")
+    assert [s.name for s in info.scopes] == ["Run"]
+
+
+def test_java_and_rust_imports() -> None:
+    java = file_imports(
+        "import com.x.repo.Repo;\nimport static com.x.Util.verify;\nimport java.util.*;\n",
+        "java",
+    )
+    assert java.bindings["Repo"].module == "com.x.repo" and java.bindings["Repo"].name == "Repo"
+    assert java.bindings["verify"].name == "Util.verify"
+    assert java.star == ("java.util",)
+    rust = file_imports(
+        "use crate::repo::{Repo, Item as It, sub::{A}};\nuse super::util;\nuse std::io::*;\n",
+        "rust",
+    )
+    assert (rust.bindings["Repo"].module, rust.bindings["Repo"].name) == ("crate::repo", "Repo")
+    assert (rust.bindings["It"].module, rust.bindings["It"].name) == ("crate::repo", "Item")
+    assert rust.bindings["A"].module == "crate::repo::sub"
+    assert (rust.bindings["util"].module, rust.bindings["util"].name) == ("super", "util")
+    assert rust.star == ("std::io",)
+
+
+def test_languages_without_a_grammar_still_get_the_text_parts() -> None:
+    info = analyse("foo.bar.ba", 10, "plaintext")
+    assert info.target == ("foo", "bar") and info.partial == "ba"
+    assert info.scopes == () and info.imports.bindings == {}
+    info = analyse("x.y", 3, None)
+    assert info.target == ("x",)

@@ -1,0 +1,124 @@
+"""The prompt the model sees carries the definitions the cursor needs, from other files,
+and follows the editor's unsaved buffers and the files changed on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from fake_openai import FakeBackend
+from lsp_helpers import cursor_at, open_document, suggestion
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from test_lsp_indexing import wait_for_progress_end
+from test_lsp_sync import edit, watched
+
+NEW_REPORT = """from inventory.models import Warehouse
+from inventory.stock import ship
+
+
+def ship_all(warehouse: Warehouse) -> None:
+    for sku in list(warehouse.items):
+        shipped = ship(█
+"""
+
+
+def prompt_files(prompt: str) -> list[str]:
+    """The paths of the files (snippets, then the current file) a repo-level prompt shows."""
+    return [part.split("\n", 1)[0] for part in prompt.split("<|file_sep|>")[1:]]
+
+
+async def prompt_for(
+    client: LanguageClient, fake: FakeBackend, uri: str, position: types.Position
+) -> str:
+    fake.reset()
+    await suggestion(client, uri, position)
+    return str(fake.events()[-1]["prompt"])
+
+
+async def test_the_prompt_holds_the_definitions_the_cursor_calls(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    await wait_for_progress_end(vscode)
+    text, position = cursor_at(NEW_REPORT)
+    path = workspace / "inventory" / "shipping.py"
+    path.write_text(text)
+    uri = open_document(vscode, path, text)
+
+    prompt = await prompt_for(vscode, fake, uri, position)
+
+    assert "def ship(warehouse: Warehouse, sku: str, quantity: int) -> Item:" in prompt
+    assert "class Warehouse" in prompt
+    assert prompt_files(prompt)[-1] == "inventory/shipping.py"  # the current file comes last
+    assert prompt.index("def ship(") < prompt.index("<|fim_prefix|>")
+
+
+async def test_consecutive_keystrokes_share_the_prompt_up_to_the_current_file(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    await wait_for_progress_end(vscode)
+    text, position = cursor_at(NEW_REPORT)
+    path = workspace / "inventory" / "shipping.py"
+    uri = open_document(vscode, path, text)
+    first = await prompt_for(vscode, fake, uri, position)
+    typed = "warehouse"
+    edit(vscode, uri, 2, text[: len(text) - 1] + typed + "\n")
+    moved = types.Position(line=position.line, character=position.character + len(typed))
+    second = await prompt_for(vscode, fake, uri, moved)
+
+    header_end = first.index("<|fim_prefix|>")
+    assert second[:header_end] == first[:header_end]
+    assert second.startswith(first[: first.index("<|fim_suffix|>")])
+
+
+async def test_an_unsaved_import_brings_its_module_into_the_prompt(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    await wait_for_progress_end(vscode)
+    path = workspace / "inventory" / "pricing.py"
+    on_disk = path.read_text()
+    uri = open_document(vscode, path)
+    text = "from inventory.stock import OutOfStock\n" + on_disk + "\n\ndef check():\n    raise "
+    edit(vscode, uri, 2, text)
+    end = types.Position(line=text.count("\n"), character=len("    raise "))
+    await asyncio.sleep(0.5)  # past the buffer debounce
+
+    prompt = await prompt_for(vscode, fake, uri, end)
+
+    assert "class OutOfStock(Exception):" in prompt
+    assert path.read_text() == on_disk
+
+
+async def test_a_file_created_on_disk_is_offered_at_once(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    await wait_for_progress_end(vscode)
+    created = workspace / "inventory" / "discounts.py"
+    created.write_text(
+        'def seasonal_discount(price: float, season: str) -> float:\n    """Cut by season."""\n'
+        "    return price * 0.9\n"
+    )
+    watched(vscode, (created, types.FileChangeType.Created))
+    text, position = cursor_at(
+        "from inventory.discounts import seasonal_discount\n\nprice = seasonal_discount(█\n"
+    )
+    path = workspace / "inventory" / "checkout.py"
+    uri = open_document(vscode, path, text)
+    deadline = time.monotonic() + 10
+    prompt = ""
+    while "def seasonal_discount(price: float, season: str)" not in prompt:
+        assert time.monotonic() < deadline, prompt
+        prompt = await prompt_for(vscode, fake, uri, position)
+        await asyncio.sleep(0.1)
+
+
+async def test_without_an_index_the_prompt_is_the_current_file(
+    vscode: LanguageClient, fake: FakeBackend, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.py"
+    text, position = cursor_at("import os\n\nprint(█\n")
+    outside.write_text(text)
+    uri = open_document(vscode, outside, text)
+    prompt = await prompt_for(vscode, fake, uri, position)
+    assert prompt_files(prompt) == ["elsewhere.py"]
