@@ -486,12 +486,12 @@ class ProjectIndex:
     def close(self) -> None:
         """Save the outlines made on demand and let go of the store and the worker process.
         The records, graph and cached outlines stay readable."""
-        self._closed = True
         with self._outline_lock:
+            self._closed = True
             self._flush_outlines()
-        if self._worker is not None:
-            self._worker.shutdown(wait=True, cancel_futures=True)
-            self._worker = None
+            if self._worker is not None:
+                self._worker.shutdown(wait=True, cancel_futures=True)
+                self._worker = None
         self.store.close()
 
     # ------------------------------------------------------------------ outlines
@@ -502,16 +502,17 @@ class ProjectIndex:
             return None
         if trusted(language):
             return parse_outline(data, language)
-        if self._closed:
-            return None  # no worker process is started after close
-        for _ in range(2):  # a worker that died (of an earlier file) is started again once
-            if self._worker is None:
-                self._worker = ProcessPoolExecutor(1, mp_context=_SPAWN)
-            try:
-                return self._worker.submit(parse_outline, data, language).result()
-            except BrokenProcessPool:
-                self._worker.shutdown(wait=False)
-                self._worker = None
+        with self._outline_lock:  # one worker process, whichever thread asks
+            for _ in range(2):  # a worker that died (of an earlier file) is started again once
+                if self._closed:
+                    return None  # no worker process is started after close
+                if self._worker is None:
+                    self._worker = ProcessPoolExecutor(1, mp_context=_SPAWN)
+                try:
+                    return self._worker.submit(parse_outline, data, language).result()
+                except BrokenProcessPool:
+                    self._worker.shutdown(wait=False)
+                    self._worker = None
         log.warning("the %s grammar crashed on a file; it has no outline", language)
         return None
 
