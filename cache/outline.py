@@ -3,13 +3,18 @@
 Every grammar that tree-sitter-language-pack bundles can be outlined, offline. Python,
 TypeScript / TSX / JavaScript, Go, Java and Rust have extractors that know their scoping
 (methods qualified by their class, imports as written); every other grammar gets a generic
-outline from the nodes that carry a `name` field. This runs on every file of the workspace
-at startup, so the extractors walk statements, never expressions (imports buried in
-expressions, like `require("m")`, are found from the bytes and looked up in the tree), and
-decode only the text they keep.
+outline from the nodes that carry a `name` field. This runs on thousands of files at
+startup and on every edit, so the extractors walk statements, never expressions (imports
+buried in expressions, like `require("m")`, are found from the bytes and looked up in the
+tree), and decode only the text they keep.
+
+Where the time goes (CPython's stdlib plus 32 packages): ~80% in tree-sitter's own parse
+(~8 MB/s for Python), ~15% in these walks. Hence Python's imports come from
+`cache.python_imports` without a parse, and definitions are outlined on demand.
 
 No tree-sitter queries: their cursor is quadratic on some wide ERROR nodes, and with
-py-tree-sitter 0.26.1 a query `progress_callback` (the way to bound one) crashes the process.
+py-tree-sitter 0.26.1 a query `progress_callback` (the way to bound one) crashes the process;
+and since the parse, not the walk, is the cost, running the walk in C would save little.
 """
 
 from __future__ import annotations
