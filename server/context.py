@@ -59,6 +59,8 @@ from collections.abc import Callable, Iterable, Mapping, Reversible
 from dataclasses import dataclass, field, replace
 from typing import Final, Generic, TypeVar
 
+import xxhash
+
 from cache.index import ProjectIndex
 from cache.model import Definition, ImportRef
 from server.cursor import (
@@ -83,6 +85,8 @@ SHORT_CHARS: Final = 1500
 SHORT_FILE_LINES: Final = 25
 """A related file this short is shown whole; a longer one by its outline."""
 MAX_SKELETON_LINES: Final = 40
+MAX_OUTLINE_NAMES: Final = 150
+"""A file outline lists at most this many top-level names."""
 MAX_MEMBERS: Final = 30
 DOC_LINES: Final = 6
 RELATED_FILES: Final = 8
@@ -132,7 +136,7 @@ class Budget:
     cross_file_share: float = 0.35
     reserved: int = 0
     """Tokens of the template's own fixed parts, taken off the total first."""
-    max_snippets: int = 12
+    max_snippets: int = 32
     prefix_step_lines: int = 8
     """The prefix starts at a multiple of this many lines (stable across keystrokes)."""
 
@@ -393,6 +397,9 @@ class ContextBuilder:
             directness = _DIRECTNESS.get(reference.tier, 1)
             for target in request.targets(reference):
                 self._add(found, request, target, directness * 100 - min(rank, 90) * 0.01)
+        for local, score in _imported_names(text, cursor):
+            for target in request.targets(Reference((local,), Tier.ABOVE, cursor.line)):
+                self._add(found, request, target, score)
         for path in request.related_files():
             self._add(found, request, Target(path, None), 0.0)
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.path, c.line))
@@ -1125,25 +1132,38 @@ def _is_short_file(lines: list[str]) -> bool:
 
 
 def _render_file(defs: _FileDefs, lines: list[str]) -> str:
-    """A related file: whole when short, otherwise its top-level outline."""
+    """A related file: whole when short; else its top-level outline with class members,
+    or, when that runs past MAX_SKELETON_LINES, one line per top-level name (a module with
+    forty classes is better shown whole by name than cut after its first three)."""
     language = defs.language
     if _is_short_file(lines):
         return "\n".join(line.rstrip() for line in lines).strip("\n") + "\n"
+    shown = [
+        d
+        for d in defs.members.get("", [])
+        if (d.kind not in ("package", "module") or language == "rust")
+        and (d.kind != "variable" or _is_shown_member(d, language))
+    ]
     out: list[str] = []
-    for definition in defs.members.get("", []):
-        if definition.kind in ("package", "module") and language != "rust":
-            continue
+    for definition in shown:
         if definition.kind in CLASS_KINDS:
             out.extend(_skeleton(defs, definition, language, with_doc=False, member_limit=12))
-        elif definition.kind == "variable" and not _is_shown_member(definition, language):
-            continue
         else:
             out.append(_member_line(definition, language))
-        if len(out) >= MAX_SKELETON_LINES:
-            out = out[:MAX_SKELETON_LINES]
-            out.append("..." if language == "python" else "// ...")
-            break
+    if len(out) > MAX_SKELETON_LINES:
+        out = [_top_level_line(d, language) for d in shown]
+    if len(out) > MAX_OUTLINE_NAMES:
+        out = [*out[:MAX_OUTLINE_NAMES], "..." if language == "python" else "// ..."]
     return "\n".join(out) + "\n" if out else ""
+
+
+def _top_level_line(definition: Definition, language: str | None) -> str:
+    """One line for a top-level name: a class by its header alone."""
+    if definition.kind in CLASS_KINDS and language == "python":
+        return f"{definition.signature} ..."
+    if definition.kind in CLASS_KINDS:
+        return definition.signature.split("{")[0].rstrip()
+    return _member_line(definition, language)
 
 
 # --- dedup ------------------------------------------------------------------------------------
@@ -1290,6 +1310,83 @@ def _cut_to_fit(
     if tokens < MIN_CUT_TOKENS:
         return replace(snippet, text=""), 0
     return replace(snippet, text=text), tokens + overhead(snippet.path)
+
+
+UNUSED_IMPORT_SCORE: Final = 150.0
+"""A name the file imports but does not use near the cursor yet: a strong hint of what
+comes next (people import, then write the use), between a name of the current statement
+(200) and one of the lines above (100)."""
+USED_EARLIER_IMPORT_SCORE: Final = 80.0
+"""An imported name used far above the cursor, not near it."""
+USED_IMPORT_SCORE: Final = 50.0
+"""An imported name the code near the cursor already uses: its definition still explains
+it."""
+IMPORT_WINDOW_CHARS: Final = 8000
+"""How far around the cursor an imported name counts as used."""
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _imported_names(text: str, cursor: CursorInfo) -> list[tuple[str, float]]:
+    """The names the file imports, scored by whether the code before the cursor uses them
+    yet; module bindings (`import a.b`, `from . import mod`) are left to the related
+    files. In order of the import lines, so ties stay stable."""
+    bindings = cursor.imports.bindings
+    if not bindings:
+        return []
+    line_start = _offset_of_line(text, cursor.line)
+    before = _identifiers_before(text[:line_start])
+    window = text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start]
+    near = set(_IDENTIFIER.findall(_without_import_lines(window)))
+    named = sorted((b.line, local) for local, b in bindings.items() if b.name and "." not in local)
+    scored = []
+    for _, local in named:
+        if local in near:
+            scored.append((local, USED_IMPORT_SCORE))
+        elif local in before:
+            scored.append((local, USED_EARLIER_IMPORT_SCORE))
+        else:
+            scored.append((local, UNUSED_IMPORT_SCORE))
+    return scored
+
+
+_identifier_sets: _Lru[bytes, frozenset[str]] = _Lru(64)
+
+
+def _identifiers_before(text: str) -> frozenset[str]:
+    """The identifiers of `text` outside import statements; memoised by the text's hash,
+    since typing changes the cursor's line, not the lines above it."""
+    key = xxhash.xxh3_128_digest(text.encode("utf-8", "surrogatepass"))
+    found = _identifier_sets.get(key)
+    if found is None:
+        found = _identifier_sets.put(
+            key, frozenset(_IDENTIFIER.findall(_without_import_lines(text)))
+        )
+    return found
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    offset = 0
+    for _ in range(line):
+        found = text.find("\n", offset)
+        if found == -1:
+            return len(text)
+        offset = found + 1
+    return offset
+
+
+def _without_import_lines(text: str) -> str:
+    """`text` less its import statements (Python's, parenthesised ones included; the
+    `import`/`from` lines of other languages)."""
+    kept, inside = [], False
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if inside:
+            inside = ")" not in line
+        elif stripped.startswith(("import ", "from ")):
+            inside = "(" in line and ")" not in line
+        else:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:

@@ -195,11 +195,24 @@ def test_ranking_direct_answers_then_graph_distance_then_recency(py_index: Proje
     assert scores["inventory/models.py"] > scores["app/copy_of_util.py"]  # dependency > sibling
     recent = ContextBuilder(py_index, recent=["inventory/storage/repo.py", "inventory/models.py"])
     again = {s.path: s.score for s in recent.candidates(SERVICE, text, cursor) if not s.name}
-    assert (
-        again["inventory/models.py"]
-        > again["inventory/storage/repo.py"]
-        > again["inventory/__init__.py"]
-    )
+    gain = {path: again[path] - scores[path] for path in scores}
+    assert gain["inventory/models.py"] > gain["inventory/storage/repo.py"] > 0  # most recent last
+    assert gain["inventory/__init__.py"] == 0
+
+
+def test_imported_names_not_used_yet_rank_above_the_lines_above(
+    py_index: ProjectIndex,
+) -> None:
+    """`Repo` is used before the cursor, `StockItem` (models.Item) is not: a name imported
+    but not used yet is the likeliest to be typed next."""
+    text, offset = service(py_index, "        item = |\n")
+    cursor = analyse(text, offset, "python")
+    ranked = ContextBuilder(py_index).candidates(SERVICE, text, cursor)
+    scores = {(s.path, s.name): s.score for s in ranked}
+    unused = scores[("inventory/models.py", "Item")]
+    used = scores[("inventory/storage/repo.py", "")]  # a short file: Repo is shown whole
+    assert unused > used
+    assert unused > scores[("inventory/models.py", "")]  # and above its file's outline
 
 
 def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:
@@ -282,7 +295,8 @@ def test_a_chosen_snippet_stays_while_the_cursor_stays_in_its_function(
     assert ("inventory/models.py", "Warehouse") in {(s.path, s.name) for s in later.snippets}
     builder.forget(SERVICE)
     fresh = builder.build(SERVICE, text, offset, "python", Budget(total=1200))
-    assert ("inventory/models.py", "Warehouse") not in {(s.path, s.name) for s in fresh.snippets}
+    new = ContextBuilder(py_index).build(SERVICE, text, offset, "python", Budget(total=1200))
+    assert fresh.snippets == new.snippets  # forgotten: as if the file had just been opened
 
 
 def test_without_an_index_the_context_is_the_current_file() -> None:
