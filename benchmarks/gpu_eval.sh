@@ -120,4 +120,6 @@ step "scores"
 } > "$out/scores.txt"
 cat "$out/scores.txt"
 [ -d "$work/server-logs" ] && tar -czf "$out/server_logs.tar.gz" -C "$work" server-logs
+# vLLM's counters after the run (prefix-cache queries and hits among them)
+curl -sf "${endpoint%/v1}/metrics" > "$out/vllm_metrics.txt" || echo "no /metrics at ${endpoint%/v1}"
 exit $failed
