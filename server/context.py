@@ -86,7 +86,7 @@ SHORT_FILE_LINES: Final = 25
 """A related file this short is shown whole; a longer one by its outline."""
 MAX_SKELETON_LINES: Final = 40
 MAX_OUTLINE_NAMES: Final = 150
-"""A file outline lists at most this many top-level names."""
+"""A file outline by name lists at most this many top-level names."""
 MAX_MEMBERS: Final = 30
 DOC_LINES: Final = 6
 RELATED_FILES: Final = 8
@@ -1060,11 +1060,13 @@ def _is_shown_member(definition: Definition, language: str | None) -> bool:
     return True
 
 
-def _member_line(definition: Definition, language: str | None) -> str:
+def _member_lines(definition: Definition, language: str | None) -> list[str]:
+    """A member by its signature; a Python function's stub body on a line of its own, as
+    real code has it (the model copies `-> X: ...` one-liners into the line it completes)."""
     signature = definition.signature
     if language == "python" and definition.kind in ("function", "method"):
-        return f"{signature} ..."
-    return signature
+        return [signature, "    ..."]
+    return [signature]
 
 
 def _skeleton(
@@ -1074,7 +1076,7 @@ def _skeleton(
     members = [
         m for m in defs.members.get(definition.qualified_name, []) if _is_shown_member(m, language)
     ]
-    shown = [_member_line(m, language) for m in members[:member_limit]]
+    shown = [line for m in members[:member_limit] for line in _member_lines(m, language)]
     if len(members) > member_limit:
         shown.append("..." if language == "python" else "// ...")
     doc = _doc_lines(definition.doc, language) if with_doc else []
@@ -1149,21 +1151,21 @@ def _render_file(defs: _FileDefs, lines: list[str]) -> str:
         if definition.kind in CLASS_KINDS:
             out.extend(_skeleton(defs, definition, language, with_doc=False, member_limit=12))
         else:
-            out.append(_member_line(definition, language))
+            out.extend(_member_lines(definition, language))
     if len(out) > MAX_SKELETON_LINES:
-        out = [_top_level_line(d, language) for d in shown]
-    if len(out) > MAX_OUTLINE_NAMES:
-        out = [*out[:MAX_OUTLINE_NAMES], "..." if language == "python" else "// ..."]
+        out = [line for d in shown[:MAX_OUTLINE_NAMES] for line in _top_level_lines(d, language)]
+        if len(shown) > MAX_OUTLINE_NAMES:
+            out.append("..." if language == "python" else "// ...")
     return "\n".join(out) + "\n" if out else ""
 
 
-def _top_level_line(definition: Definition, language: str | None) -> str:
-    """One line for a top-level name: a class by its header alone."""
+def _top_level_lines(definition: Definition, language: str | None) -> list[str]:
+    """A top-level name alone: a class by its header, without members."""
     if definition.kind in CLASS_KINDS and language == "python":
-        return f"{definition.signature} ..."
+        return [definition.signature, "    ..."]
     if definition.kind in CLASS_KINDS:
-        return definition.signature.split("{")[0].rstrip()
-    return _member_line(definition, language)
+        return [definition.signature.split("{")[0].rstrip()]
+    return _member_lines(definition, language)
 
 
 # --- dedup ------------------------------------------------------------------------------------
