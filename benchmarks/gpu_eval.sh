@@ -14,7 +14,8 @@
 #   Headstart's settings runs as "NAME@key=value,key=value", e.g.
 #   "headstart-4k@contextTokens=4096"),
 #   PYTHON (python3), STAGE (.gpu of this checkout), HS_SITE (~/hs-site: our packages),
-#   HS_WORK (~/hs-eval: unpacked tasks), RESUME=1 (keep $HS_WORK/results.jsonl and run only
+#   HS_WORK (~/hs-eval: unpacked tasks), TASK_SET (dev: the carried .gpu/eval/$TASK_SET.tar.xz,
+#   e.g. heldout for packages never looked at while building), RESUME=1 (keep $HS_WORK/results.jsonl and run only
 #   the tasks missing from it, e.g. after a call was cut short; the machine must still be warm).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,7 @@ site=${HS_SITE:-$HOME/hs-site}
 work=${HS_WORK:-$HOME/hs-eval}
 out=${OUT:-$repo/gpu-eval-out}
 strategies=${STRATEGIES:-in-file bm25 oracle headstart}
+set_name=${TASK_SET:-dev}
 mkdir -p "$out" "$work"
 exec > >(tee -a "$out/run.log") 2>&1
 tee_pid=$!
@@ -64,16 +66,17 @@ print(sys.version.split()[0], ", ".join(f"{n} {md.version(n)}" for n in names))
 EOF
 
 # 2. The tasks and the eval's scripts.
-unpacked="$work/.unpacked"
-if [ -f "$stage/eval/dev.tar.xz" ] && [ "$stage/eval/dev.tar.xz" -nt "$unpacked" ]; then
-  step "unpacking the task set into $work"
-  rm -rf "$work/dev" "$work/tools"
-  "$py" -W ignore::DeprecationWarning -m tarfile -e "$stage/eval/dev.tar.xz" "$work" || exit 1
+unpacked="$work/.unpacked-$set_name"
+archive="$stage/eval/$set_name.tar.xz"
+if [ -f "$archive" ] && [ "$archive" -nt "$unpacked" ]; then
+  step "unpacking the task set $set_name into $work"
+  rm -rf "${work:?}/$set_name" "$work/tools"
+  "$py" -W ignore::DeprecationWarning -m tarfile -e "$archive" "$work" || exit 1
   touch "$unpacked"
 elif [ ! -f "$unpacked" ]; then
-  echo "no $stage/eval/dev.tar.xz carried and no task set unpacked in $work yet"; exit 1
+  echo "no $archive carried and no task set $set_name unpacked in $work yet"; exit 1
 fi
-tasks="$work/dev/tasks.jsonl"
+tasks="$work/$set_name/tasks.jsonl"
 echo "$(wc -l < "$tasks") tasks; ${LIMIT:+first $LIMIT of them}"
 
 # 3. The backend must answer before anything is spent on it.
@@ -84,7 +87,7 @@ with urllib.request.urlopen(sys.argv[1] + "/models", timeout=10) as r:
 EOF
 
 # 4. Every strategy against the same model, into one results file.
-results="$work/results.jsonl"
+results="$work/results-$set_name.jsonl"
 [ "${RESUME:-0}" = 1 ] || rm -f "$results"
 [ "${RESUME:-0}" = 1 ] || rm -rf "$work/server-logs"
 failed=0

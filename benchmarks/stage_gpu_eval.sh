@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # HERE (PyPI reachable): stage what benchmarks/gpu_eval.sh needs on the GPU machine.
 #   usage: benchmarks/stage_gpu_eval.sh [STAGE_DIR]     (default: .gpu of this checkout)
+#   TASK_SET=heldout: the packages of benchmarks/heldout_packages.txt instead of the eval's
+#   dev list (a check on packages never looked at while tuning)
 # STAGE_DIR must be git-ignored (.gpu/ is, through .git/info/exclude) in the checkout whose
 # working tree the device tool sends. Leaves there:
 #   wheels/           the cp312 manylinux wheels of benchmarks/gpu_requirements.txt (~35 MB)
@@ -13,6 +15,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 stage=$(mkdir -p "${1:-$repo/.gpu}" && cd "${1:-$repo/.gpu}" && pwd)
 eval_dir=${EVAL_DIR:-$repo/../shared/eval}
 py=${EVAL_PYTHON:-python3}
+set_name=${TASK_SET:-dev}
+packages=$eval_dir/dev_packages.txt
+[ "$set_name" = dev ] || packages=$repo/benchmarks/${set_name}_packages.txt
 
 # The checkout that holds the stage folder is the one whose working tree travels.
 top=$(git -C "$(dirname "$stage")" rev-parse --show-toplevel 2>/dev/null || dirname "$stage")
@@ -21,8 +26,8 @@ if ! git -C "$top" check-ignore -q "$stage"; then
 fi
 
 # 1. The dev task set (sdists from PyPI; make_tasks.py caches them).
-if [ ! -f "$stage/eval/dev/tasks.jsonl" ]; then
-  "$py" "$eval_dir/make_tasks.py" --packages "$eval_dir/dev_packages.txt" --out "$stage/eval/dev"
+if [ ! -f "$stage/eval/$set_name/tasks.jsonl" ]; then
+  "$py" "$eval_dir/make_tasks.py" --packages "$packages" --out "$stage/eval/$set_name"
 fi
 
 # 2. One archive: the tasks, their repositories and the eval's scripts (../shared does not
@@ -31,8 +36,8 @@ tools=$(mktemp -d)
 trap 'rm -rf "$tools"' EXIT
 mkdir "$tools/tools"
 cp "$eval_dir"/{baselines.py,run_baselines.py,score.py} "$tools/tools/"
-tar -cJf "$stage/eval/dev.tar.xz.tmp" -C "$stage/eval" dev -C "$tools" tools
-mv "$stage/eval/dev.tar.xz.tmp" "$stage/eval/dev.tar.xz"
+tar -cJf "$stage/eval/$set_name.tar.xz.tmp" -C "$stage/eval" "$set_name" -C "$tools" tools
+mv "$stage/eval/$set_name.tar.xz.tmp" "$stage/eval/$set_name.tar.xz"
 
 # 3. Wheels: exactly the pinned set, one version of each (two would stop the install).
 mkdir -p "$stage/wheels"
@@ -60,9 +65,9 @@ if missing:
 EOF
 
 wheels=$(du -sm "$stage/wheels" | cut -f1)
-data=$(du -sm "$stage/eval/dev.tar.xz" | cut -f1)
+data=$(du -sm "$stage/eval/$set_name.tar.xz" | cut -f1)
 tree=$(cd "$top" && { git ls-files -z; git ls-files -z --others --exclude-standard; } | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)
-echo "staged in $stage: wheels ${wheels} MB, eval/dev.tar.xz ${data} MB; working tree ~${tree} MB"
+echo "staged in $stage: wheels ${wheels} MB, eval/$set_name.tar.xz ${data} MB; working tree ~${tree} MB"
 echo "one call carries $((wheels + data + tree)) MB of at most 64 MiB:"
 rel=${stage#"$top"/}
-echo "  carry [\"$rel/wheels\", \"$rel/eval/dev.tar.xz\"]  command: bash benchmarks/gpu_eval.sh"
+echo "  carry [\"$rel/wheels\", \"$rel/eval/$set_name.tar.xz\"]  command: TASK_SET=$set_name bash benchmarks/gpu_eval.sh"
