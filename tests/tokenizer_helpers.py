@@ -13,19 +13,12 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from server.local_vllm import headstart_home
+from server.prompt import TEMPLATES
 from server.tokens import find_tokenizer_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SPECIAL_TOKENS = [
-    "<|endoftext|>",
-    "<fim_prefix>",
-    "<fim_middle>",
-    "<fim_suffix>",
-    "<fim_pad>",
-    "<repo_name>",
-    "<file_sep>",
-]
+SPECIAL_TOKENS = list(TEMPLATES["starcoder2"].stop_tokens)
 """StarCoder2's special tokens, so the tiny tokenizer can stand in for its stop ids."""
 
 
