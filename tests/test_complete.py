@@ -1,0 +1,72 @@
+"""The prompt a request sends, as the backend's tokenizer counts it, fits the budget.
+
+The context builder budgets its parts separately; this checks the whole rendered prompt
+of every template, encoded by a real BPE tokenizer, on a real project index.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tokenizer_helpers import tiny_tokenizer
+
+from cache.index import ProjectIndex
+from server.complete import CursorContext, Prompting, plan_request
+from server.config import CompletionSettings
+from server.context import ContextBuilder
+from server.prompt import TEMPLATES
+from server.tokens import TokenCounter
+
+FIXTURE = Path(__file__).parent / "fixtures" / "context_py"
+SERVICE = "app/service.py"
+COUNTER = TokenCounter(tiny_tokenizer(), source="tiny test tokenizer")
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContextBuilder]:
+    tmp = tmp_path_factory.mktemp("complete")
+    root = Path(shutil.copytree(FIXTURE, tmp / "context_py"))
+    index = ProjectIndex(root, cache_dir=tmp / "cache")
+    index.build()
+    yield ContextBuilder(index)
+    index.close()
+
+
+lines = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r"), max_size=50)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    family=st.sampled_from(sorted(TEMPLATES)),
+    typed=st.lists(lines, max_size=30).map("\n".join),
+    total=st.integers(min_value=200, max_value=3000),
+    cross=st.floats(min_value=0, max_value=0.6),
+    suffix_share=st.floats(min_value=0, max_value=0.3),
+)
+def test_the_rendered_prompt_fits_the_budget(
+    builder: ContextBuilder,
+    family: str,
+    typed: str,
+    total: int,
+    cross: float,
+    suffix_share: float,
+) -> None:
+    base = (builder.index.root / SERVICE).read_text()  # type: ignore[union-attr]
+    anchor = base.index("        pass\n")
+    text = base[:anchor] + "        util." + typed + base[anchor:]
+    offset = anchor + len("        util.") + len(typed)
+    settings_ = CompletionSettings(
+        context_tokens=total, cross_file_share=cross, suffix_share=suffix_share
+    )
+    template = TEMPLATES[family].with_tokenizer(COUNTER)
+    ctx = CursorContext(text, offset, SERVICE, "context_py", "python", builder)
+
+    request, _ = plan_request(ctx, settings_, Prompting(template, COUNTER))
+
+    assert len(COUNTER.tokenizer.encode(request.prompt).ids) <= total  # type: ignore[union-attr]
+    assert request.prompt.count("def verify_directory") <= 1
