@@ -38,8 +38,11 @@ module. On /tmp/bigws this keeps the shared prompt prefix between keystrokes at 
 
 State: the builder is per workspace and keeps per-file caches (outlines arranged for
 lookups, rendered snippets, token sets, all keyed by file digest) and the per-file memory
-above (`forget` drops it). `prepare(path)` renders a file's related outlines ahead of its
-first keystroke; the server calls it where it activates the cache queue.
+above (`forget` drops it), and where each name a file imports is defined (it depends on
+the import, not on the cursor). `prepare(path)` does ahead of a file's first keystroke what
+its builds would otherwise wait for — outlines parsed on first use, the imported names
+resolved, related files and definitions rendered; the server calls it where it activates
+the cache queue.
 
 The budget counts with the `count` it is given (the model's tokenizer in the server; the
 chars/4 `estimate_tokens` by default) and includes each snippet's rendering overhead
@@ -62,10 +65,12 @@ from typing import Final, Generic, TypeVar
 import xxhash
 
 from cache.index import ProjectIndex
-from cache.model import Definition, ImportRef
+from cache.model import Definition, FileRecord, ImportRef
 from server.cursor import (
     CALL,
+    Binding,
     CursorInfo,
+    Imports,
     Reference,
     Tier,
     analyse,
@@ -260,6 +265,19 @@ class _Candidate:
     line: int
 
 
+@dataclass(frozen=True, slots=True)
+class _ImportedTarget:
+    """Where one imported name was found, and what the answer depended on."""
+
+    target: Target | None
+    generation: tuple[int, int]
+    """The index's file set then (`id` and size of its records, as the other memos)."""
+    deps: frozenset[str]
+    """The importing file's dependencies then (they pick the file of an absolute import)."""
+    files: tuple[tuple[str, str | None], ...]
+    """The files read on the way, with their digests then."""
+
+
 @dataclass(slots=True)
 class _Memory:
     """The snippets lately chosen for one file, while the cursor stays in one scope."""
@@ -306,6 +324,7 @@ class ContextBuilder:
         self._reexports: _Lru[tuple[int, int, str, str, tuple[str, ...]], tuple[Target | None]] = (
             _Lru(cache_size)
         )
+        self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
 
     # public API ---------------------------------------------------------------------------
 
@@ -398,7 +417,7 @@ class ContextBuilder:
             for target in request.targets(reference):
                 self._add(found, request, target, directness * 100 - min(rank, 90) * 0.01)
         for local, score in _imported_names(text, cursor):
-            for target in request.targets(Reference((local,), Tier.ABOVE, cursor.line)):
+            for target in request.imported(local):
                 self._add(found, request, target, score)
         for path in request.related_files():
             self._add(found, request, Target(path, None), 0.0)
@@ -422,18 +441,58 @@ class ContextBuilder:
         return snippets
 
     def prepare(self, file_path: str) -> int:
-        """Render the related files of `file_path` ahead of its first keystroke (call it
-        where the cache queue is activated, off the request path); how many were new."""
+        """Do ahead of the first keystroke in `file_path` what its builds would otherwise
+        wait for: render its related files, resolve the names it imports (which every
+        build ranks, `_imported_names`) and render their definitions — outlines made on
+        demand are parsed here, not in a request. Call it where the cache queue is
+        activated, off the request path; how many snippets were rendered anew."""
         index = self.index
         if index is None:
             return 0
         rendered = 0
         for path in related_files(index, file_path):
-            record = index.records.get(path)
-            digest = record.digest if record is not None else ""
-            if self._rendered.get((path, digest, "")) is None:
-                rendered += self.render(path, None) is not None
+            rendered += self._render_ahead(path, None)
+        record = index.records.get(file_path)
+        text = self._text_of(file_path) if record is not None else None
+        if record is None or text is None:
+            return rendered
+        cursor = analyse(text, 0, record.language)
+        for _, binding in _named_imports(cursor.imports):
+            target = self.imported_target(index, file_path, text, cursor, binding)
+            if target is not None and target.path != file_path:
+                rendered += self._render_ahead(*self._shown(target))
         return rendered
+
+    def imported_target(
+        self, index: ProjectIndex, file_path: str, text: str, cursor: CursorInfo, binding: Binding
+    ) -> Target | None:
+        """Where the name `binding` imports into `file_path` is defined, found as a
+        request of its own would (with its own re-export lookups), and memoised: it
+        depends on the import, not on the cursor, and a file may import hundreds of names
+        that every keystroke ranks. The memo holds while the file set, the file's
+        dependencies and the files read on the way stay the same."""
+        records = index.records
+        generation = (id(records), len(records))
+        deps = index.graph.imports(file_path)
+        key = (file_path, cursor.language, binding.module, binding.name or "")
+        known = self._imported.get(key)
+        if (
+            known is not None
+            and known.generation == generation
+            and (known.deps is deps or known.deps == deps)
+            and all(_digest(records, path) == digest for path, digest in known.files)
+        ):
+            return known.target
+        request = _Request(self, index, file_path, text, cursor)
+        request.read = {}
+        parts = tuple(binding.name.split(".")) if binding.name else ()
+        target = request.in_module(binding.module, parts, file_path, 1)
+        if target is not None:
+            request.read.setdefault(target.path, _digest(records, target.path))
+        self._imported.put(
+            key, _ImportedTarget(target, generation, deps, tuple(request.read.items()))
+        )
+        return target
 
     def resolve(
         self, file_path: str, text: str, cursor: CursorInfo, chain: tuple[str, ...]
@@ -462,9 +521,7 @@ class ContextBuilder:
     ) -> None:
         if target.path == request.file_path:
             return  # the current file is in the prompt already
-        definition = target.definition
-        if definition is not None and (definition.kind == "package" or self._is_short(target.path)):
-            definition = None  # a short file is shown whole: its definitions are in it
+        _, definition = self._shown(target)
         name = definition.qualified_name if definition is not None else ""
         key = (target.path, name)
         score = base + request.distance(target.path) * 10 + request.recency(target.path)
@@ -474,6 +531,39 @@ class ContextBuilder:
         else:
             line = definition.start_line if definition is not None else 0
             found[key] = _Candidate(target.path, name, score, definition, line)
+
+    def _shown(self, target: Target) -> tuple[str, Definition | None]:
+        """What shows a target: its definition, or the whole file for a package or a
+        short file (its definitions are in it)."""
+        definition = target.definition
+        if definition is not None and (definition.kind == "package" or self._is_short(target.path)):
+            definition = None
+        return target.path, definition
+
+    def _render_ahead(self, path: str, definition: Definition | None) -> int:
+        """1 if a snippet was rendered now (it was not cached), else 0."""
+        record = self.index.records.get(path) if self.index is not None else None
+        if record is None:
+            return 0
+        key = (path, record.digest, definition.qualified_name if definition else "")
+        if self._rendered.get(key) is not None:
+            return 0
+        return int(self.render(path, definition) is not None)
+
+    def _text_of(self, path: str) -> str | None:
+        """The text of an indexed file: in memory if there (an open buffer's), else read."""
+        text = self.texts.get(path)
+        if text is not None:
+            return text
+        index = self.index
+        record = index.records.get(path) if index is not None else None
+        if index is None or record is None or record.size > 2_000_000:
+            return None
+        try:
+            return (index.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            log.debug("cannot read %s: %s", path, exc)
+            return None
 
     def _is_short(self, path: str) -> bool:
         record = self.index.records.get(path) if self.index is not None else None
@@ -514,15 +604,9 @@ class ContextBuilder:
         cached = self._lines.get(key)
         if cached is not None:
             return cached
-        text = self.texts.get(path)
+        text = self._text_of(path)
         if text is None:
-            if record.size > 2_000_000:
-                return None
-            try:
-                text = (index.root / path).read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                log.debug("cannot read %s: %s", path, exc)
-                return None
+            return None
         return self._lines.put(key, text.split("\n"))
 
     def render(self, path: str, definition: Definition | None) -> _Rendered | None:
@@ -584,6 +668,8 @@ class _Request:
         self._attribute_types: dict[str, tuple[str, ...]] = {}
         self._imported: dict[tuple[str, tuple[str, ...]], Target | None] = {}
         self._lookups = 0
+        self.read: dict[str, str | None] | None = None
+        """When a dict: every file whose definitions were looked at, with its digest."""
 
     # ranking inputs ---------------------------------------------------------------------
 
@@ -631,6 +717,24 @@ class _Request:
             resolved = [self.resolve((n,), 0) for n in matches[:2]]
             return [t for t in resolved if t is not None and t.definition is not None]
         return []
+
+    def imported(self, local: str) -> list[Target]:
+        """`targets` of a bare name the file imports: the builder's memo
+        (`ContextBuilder.imported_target`) answers, unless a local type at the cursor
+        shadows the name."""
+        binding = self.cursor.imports.bindings.get(local)
+        local_type = self.cursor.types.get(local)
+        if (
+            binding is None
+            or not binding.name
+            or local in ("self", "this", "cls")
+            or (local_type and local_type[0] != local)
+        ):
+            return self.targets(Reference((local,), Tier.ABOVE, self.cursor.line))
+        found = self.builder.imported_target(
+            self.index, self.file_path, self.text, self.cursor, binding
+        )
+        return [found] if found is not None else []
 
     def resolve(self, chain: tuple[str, ...], depth: int) -> Target | None:
         if not chain or depth > MAX_DEPTH:
@@ -718,6 +822,8 @@ class _Request:
         re-export) when the first part is not defined there."""
         if not parts:
             return Target(path, None)
+        if self.read is not None and path not in self.read:
+            self.read[path] = _digest(self.index.records, path)
         defs = self.builder.file_defs(path)
         if defs is None:
             return None
@@ -885,6 +991,11 @@ class _Request:
                 if _stem(d).endswith("/" + tail) or _stem(d).endswith(f"/{tail}/mod")
             ) or sorted(deps)
         return []
+
+
+def _digest(records: Mapping[str, FileRecord], path: str) -> str | None:
+    record = records.get(path)
+    return record.digest if record is not None else None
 
 
 def related_files(index: ProjectIndex, file_path: str) -> list[str]:
@@ -1330,16 +1441,15 @@ def _imported_names(text: str, cursor: CursorInfo) -> list[tuple[str, float]]:
     """The names the file imports, scored by whether the code before the cursor uses them
     yet; module bindings (`import a.b`, `from . import mod`) are left to the related
     files. In order of the import lines, so ties stay stable."""
-    bindings = cursor.imports.bindings
-    if not bindings:
+    named = _named_imports(cursor.imports)
+    if not named:
         return []
     line_start = _offset_of_line(text, cursor.line)
     before = _identifiers_before(text[:line_start])
     window = text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start]
     near = set(_IDENTIFIER.findall(_without_import_lines(window)))
-    named = sorted((b.line, local) for local, b in bindings.items() if b.name and "." not in local)
     scored = []
-    for _, local in named:
+    for local, _ in named:
         if local in near:
             scored.append((local, USED_IMPORT_SCORE))
         elif local in before:
@@ -1347,6 +1457,17 @@ def _imported_names(text: str, cursor: CursorInfo) -> list[tuple[str, float]]:
         else:
             scored.append((local, UNUSED_IMPORT_SCORE))
     return scored
+
+
+def _named_imports(imports: Imports) -> list[tuple[str, Binding]]:
+    """The names `_imported_names` scores: bound to a name taken from a module (module
+    bindings are left to the related files), in order of the import lines."""
+    named = sorted(
+        (binding.line, local, binding)
+        for local, binding in imports.bindings.items()
+        if binding.name and "." not in local
+    )
+    return [(local, binding) for _, local, binding in named]
 
 
 _identifier_sets: _Lru[bytes, frozenset[str]] = _Lru(64)

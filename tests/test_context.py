@@ -10,7 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cache.index
 from cache.index import ProjectIndex
+from cache.model import Outline
+from cache.outline import parse_outline
 from server.context import (
     Budget,
     Context,
@@ -213,6 +216,42 @@ def test_imported_names_not_used_yet_rank_above_the_lines_above(
     used = scores[("inventory/storage/repo.py", "")]  # a short file: Repo is shown whole
     assert unused > used
     assert unused > scores[("inventory/models.py", "")]  # and above its file's outline
+
+
+def test_prepare_makes_the_outlines_a_first_build_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python outlines are made on first use. `prepare` resolves the names the file imports
+    (here one defined at the end of a re-export chain, beyond the related files), so the
+    first build parses none."""
+    files = {
+        "app/main.py": "from lib import Engine\n\n\ndef run() -> None:\n    x = 1\n",
+        "lib/__init__.py": "from .a import Engine\n",
+        "lib/a.py": "from .b import Engine\n",
+        "lib/b.py": "from .c import Engine\n",
+        "lib/c.py": "class Engine:\n    def start(self) -> None: ...\n",
+    }
+    for path, text in files.items():
+        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "ws" / path).write_text(text)
+    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
+    index.build()
+    parsed: list[str] = []
+
+    def counting(data: bytes, language: str) -> Outline | None:
+        parsed.append(language)
+        return parse_outline(data, language)
+
+    monkeypatch.setattr(cache.index, "parse_outline", counting)
+    builder = ContextBuilder(index)
+    builder.prepare("app/main.py")
+    assert parsed  # the outlines were not made before
+    parsed.clear()
+    text = files["app/main.py"]
+    context = builder.build("app/main.py", text, text.index("x = 1"), "python")
+    assert "lib/c.py" in {s.path for s in context.snippets}
+    assert parsed == []
+    index.close()
 
 
 def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:
