@@ -278,6 +278,22 @@ class _ImportedTarget:
     """The files read on the way, with their digests then."""
 
 
+@dataclass(frozen=True, slots=True)
+class _FirstUses:
+    """Where each identifier of a text is first used outside import statements: the end
+    of the first line that uses it. The identifiers above a line are those whose first
+    use ends by its start, so one pass over a file answers for every line of it."""
+
+    text: str
+    ends: dict[str, int]
+
+    def covers(self, text: str, line_start: int) -> bool:
+        """Whether `text` is the same as the indexed text above `line_start`."""
+        return self.text is text or (
+            len(self.text) >= line_start and self.text[:line_start] == text[:line_start]
+        )
+
+
 @dataclass(slots=True)
 class _Memory:
     """The snippets lately chosen for one file, while the cursor stays in one scope."""
@@ -325,6 +341,7 @@ class ContextBuilder:
             _Lru(cache_size)
         )
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
+        self._first_uses: _Lru[str, _FirstUses] = _Lru(64)
 
     # public API ---------------------------------------------------------------------------
 
@@ -342,7 +359,10 @@ class ContextBuilder:
         content of `file_path` (as the index names it: relative, forward slashes)."""
         budget = budget or Budget()
         cursor = analyse(text, offset, language)
-        candidates = self.candidates(file_path, text, cursor, limit=2 * budget.max_snippets)
+        line_start = max(0, min(offset, len(text))) - len(cursor.line_prefix)
+        candidates = self.candidates(
+            file_path, text, cursor, limit=2 * budget.max_snippets, line_start=line_start
+        )
         candidates = self._with_memory(file_path, cursor, candidates)
         if count != self._count:  # memoised counts belong to one tokenizer
             self._counts.clear()
@@ -402,9 +422,16 @@ class ContextBuilder:
             del self._memory[next(iter(self._memory))]
 
     def candidates(
-        self, file_path: str, text: str, cursor: CursorInfo, limit: int = 24
+        self,
+        file_path: str,
+        text: str,
+        cursor: CursorInfo,
+        limit: int = 24,
+        *,
+        line_start: int | None = None,
     ) -> list[Snippet]:
         """The `limit` best snippets for this cursor, best first (before the budget).
+        `line_start`, the offset of the cursor's line, saves finding it again.
 
         Scores do not depend on the rendering, so only the best `limit` are rendered."""
         index = self.index
@@ -416,7 +443,8 @@ class ContextBuilder:
             directness = _DIRECTNESS.get(reference.tier, 1)
             for target in request.targets(reference):
                 self._add(found, request, target, directness * 100 - min(rank, 90) * 0.01)
-        for local, score in _imported_names(text, cursor):
+        uses = self._first_uses.get(file_path)
+        for local, score in _imported_names(text, cursor, line_start, uses):
             for target in request.imported(local):
                 self._add(found, request, target, score)
         for path in request.related_files():
@@ -456,6 +484,7 @@ class ContextBuilder:
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
+        self._first_uses.put(file_path, _FirstUses(text, _first_use_ends(text)))
         cursor = analyse(text, 0, record.language)
         for _, binding in _named_imports(cursor.imports):
             target = self.imported_target(index, file_path, text, cursor, binding)
@@ -1437,17 +1466,28 @@ IMPORT_WINDOW_CHARS: Final = 8000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _imported_names(text: str, cursor: CursorInfo) -> list[tuple[str, float]]:
+def _imported_names(
+    text: str,
+    cursor: CursorInfo,
+    line_start: int | None = None,
+    uses: _FirstUses | None = None,
+) -> list[tuple[str, float]]:
     """The names the file imports, scored by whether the code before the cursor uses them
     yet; module bindings (`import a.b`, `from . import mod`) are left to the related
-    files. In order of the import lines, so ties stay stable."""
+    files. In order of the import lines, so ties stay stable. `line_start` is the offset
+    of the cursor's line (found when not given); `uses`, the file's first uses as
+    `prepare` saw it, answers for the lines above where the text is still the same."""
     named = _named_imports(cursor.imports)
     if not named:
         return []
-    line_start = _offset_of_line(text, cursor.line)
-    before = _identifiers_before(text[:line_start])
-    window = text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start]
-    near = set(_IDENTIFIER.findall(_without_import_lines(window)))
+    if line_start is None:
+        line_start = _offset_of_line(text, cursor.line)
+    near = _identifiers_before(text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start])
+    if uses is not None and uses.covers(text, line_start):
+        ends = uses.ends
+        before = frozenset(n for n, _ in named if ends.get(n, line_start + 1) <= line_start)
+    else:
+        before = _identifiers_before(text[:line_start])
     scored = []
     for local, _ in named:
         if local in near:
@@ -1483,6 +1523,25 @@ def _identifiers_before(text: str) -> frozenset[str]:
             key, frozenset(_IDENTIFIER.findall(_without_import_lines(text)))
         )
     return found
+
+
+def _first_use_ends(text: str) -> dict[str, int]:
+    """For each identifier of `text` outside import statements, the end of the first line
+    that uses it: `_identifiers_before(text[:line_start])` are those ending by
+    `line_start`, with the same lines and statements (`_without_import_lines`)."""
+    ends: dict[str, int] = {}
+    offset, inside = 0, False
+    for line in text.splitlines(keepends=True):
+        offset += len(line)
+        if inside:
+            inside = ")" not in line
+        elif line.lstrip().startswith(("import ", "from ")):
+            inside = "(" in line and ")" not in line
+        else:
+            for name in _IDENTIFIER.findall(line):
+                if name not in ends:
+                    ends[name] = offset
+    return ends
 
 
 def _offset_of_line(text: str, line: int) -> int:

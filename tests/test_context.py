@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cache.index
@@ -252,6 +252,39 @@ def test_prepare_makes_the_outlines_a_first_build_needs(
     assert "lib/c.py" in {s.path for s in context.snippets}
     assert parsed == []
     index.close()
+
+
+SERVICE_WORDS = ["StockItem", "Repo", "Warehouse", "util", "x", "(", ")", " ", "    ", "#"]
+FAR = "#" * 9000
+"""Pushes what is above it out of the window where an import counts as used nearby."""
+service_lines = st.lists(
+    st.sampled_from(
+        [*SERVICE_WORDS, "import os", "from a import (", "from b import c", "\r", "\x0c", FAR]
+    ),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.lists(service_lines, max_size=12).map("\n".join))
+@example(body=f"StockItem{FAR}")  # used on the line just above, but far from the cursor
+@example(body=f"from inventory.models import (\n    Item as StockItem,\n){FAR}")  # no use
+def test_prepare_changes_no_choice(py_index: ProjectIndex, body: str) -> None:
+    """What `prepare` works out ahead (where the imported names are defined, which lines
+    use them) gives the scores a build works out alone, on every line of the file, whether
+    the file was prepared as it is or before `body` was typed into it."""
+    text, _ = service(py_index, body + "|\n")
+    as_it_is = ContextBuilder(py_index, texts={SERVICE: text})
+    as_it_is.prepare(SERVICE)
+    as_on_disk = ContextBuilder(py_index)
+    as_on_disk.prepare(SERVICE)
+    for start in [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]:
+        cursor = analyse(text, start, "python")
+        alone = ContextBuilder(py_index).candidates(SERVICE, text, cursor, 64)
+        expected = [(s.path, s.name, s.score) for s in alone]
+        for prepared in (as_it_is, as_on_disk):
+            ahead = prepared.candidates(SERVICE, text, cursor, 64, line_start=start)
+            assert [(s.path, s.name, s.score) for s in ahead] == expected
 
 
 def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:
