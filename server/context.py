@@ -470,27 +470,52 @@ class ContextBuilder:
 
     def prepare(self, file_path: str) -> int:
         """Do ahead of the first keystroke in `file_path` what its builds would otherwise
-        wait for: render its related files, resolve the names it imports (which every
-        build ranks, `_imported_names`) and render their definitions — outlines made on
-        demand are parsed here, not in a request. Call it where the cache queue is
-        activated, off the request path; how many snippets were rendered anew."""
+        wait for, so that they find the outlines (made on demand) parsed and the snippets
+        rendered: render its related files; resolve the names it imports (which every
+        build ranks, `_imported_names`) and the dotted names that start with one; walk
+        the base classes of the classes among them and of its own (where inherited
+        members are looked up). Call it where the cache queue is activated, off the
+        request path; how many snippets were rendered anew."""
         index = self.index
         if index is None:
             return 0
-        rendered = 0
-        for path in related_files(index, file_path):
-            rendered += self._render_ahead(path, None)
+        rendered = sum(self._render_ahead(path, None) for path in related_files(index, file_path))
         record = index.records.get(file_path)
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
         self._first_uses.put(file_path, _FirstUses(text, _first_use_ends(text)))
         cursor = analyse(text, 0, record.language)
-        for _, binding in _named_imports(cursor.imports):
-            target = self.imported_target(index, file_path, text, cursor, binding)
-            if target is not None and target.path != file_path:
+        found = [
+            self.imported_target(index, file_path, text, cursor, binding)
+            for _, binding in _named_imports(cursor.imports)
+        ]
+        for chain in _imported_chains(text, cursor.imports):  # `models.CharField`, ...
+            found.append(self._warming(index, file_path, text, cursor).resolve(chain, 0))
+        own = self.file_defs(file_path)  # re-exports may lead back to it
+        if own is not None:
+            found.extend(Target(file_path, d) for d in own.by_name.values())
+        for target in found:
+            if target is None:
+                continue
+            if target.path != file_path:
                 rendered += self._render_ahead(*self._shown(target))
+            cls = target.definition
+            defs = self.file_defs(target.path) if cls and cls.kind in CLASS_KINDS else None
+            if cls is not None and defs is not None:  # a member no class has: every base
+                self._warming(index, file_path, text, cursor)._inherited(
+                    target.path, cls, defs, ("",), 1
+                )
         return rendered
+
+    def _warming(
+        self, index: ProjectIndex, file_path: str, text: str, cursor: CursorInfo
+    ) -> _Request:
+        """A request that only makes outlines ahead: what a build finds on the way depends
+        on how deep it is, so its answers are not kept across builds."""
+        request = _Request(self, index, file_path, text, cursor)
+        request.warming = True
+        return request
 
     def imported_target(
         self, index: ProjectIndex, file_path: str, text: str, cursor: CursorInfo, binding: Binding
@@ -699,6 +724,8 @@ class _Request:
         self._lookups = 0
         self.read: dict[str, str | None] | None = None
         """When a dict: every file whose definitions were looked at, with its digest."""
+        self.warming = False
+        """Only making outlines ahead (`ContextBuilder._warming`)."""
 
     # ranking inputs ---------------------------------------------------------------------
 
@@ -939,8 +966,8 @@ class _Request:
         self._imported[key] = None
         found = self._imported_into(path, defs, parts, depth)
         self._imported[key] = found
-        if self._lookups <= MAX_LOOKUPS and depth <= 1:  # deeper answers depend on the depth
-            self.builder._reexports.put(lasting, (found,))
+        if self._lookups <= MAX_LOOKUPS and depth <= 1 and not self.warming:
+            self.builder._reexports.put(lasting, (found,))  # deeper answers depend on the depth
         return found
 
     def _in_namespace(self, path: str, chain: tuple[str, ...], depth: int) -> Target | None:
@@ -1497,6 +1524,23 @@ def _imported_names(
         else:
             scored.append((local, UNUSED_IMPORT_SCORE))
     return scored
+
+
+MAX_PREPARED_CHAINS: Final = 500
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _imported_chains(text: str, imports: Imports) -> list[tuple[str, ...]]:
+    """The dotted names of `text` that start with an imported name (`models.CharField`,
+    `np.linalg.norm`), each once, in order of first use: what the references of its
+    builds will look up through the imports, re-exports included."""
+    heads = {local.split(".")[0] for local in imports.bindings}
+    chains = dict.fromkeys(
+        chain
+        for chain in (tuple(m.group().split(".")) for m in _DOTTED.finditer(text))
+        if chain[0] in heads
+    )
+    return list(chains)[:MAX_PREPARED_CHAINS]
 
 
 def _named_imports(imports: Imports) -> list[tuple[str, Binding]]:

@@ -222,14 +222,21 @@ def test_prepare_makes_the_outlines_a_first_build_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Python outlines are made on first use. `prepare` resolves the names the file imports
-    (here one defined at the end of a re-export chain, beyond the related files), so the
-    first build parses none."""
+    (`Gear`), the dotted names that start with one (`lib.Wrench`) and walks the base
+    classes on the way (`Car(Engine)`, `Engine(Base)`), so that builds parse none, even
+    of files that are not related files (eight siblings come first)."""
     files = {
-        "app/main.py": "from lib import Engine\n\n\ndef run() -> None:\n    x = 1\n",
-        "lib/__init__.py": "from .a import Engine\n",
-        "lib/a.py": "from .b import Engine\n",
-        "lib/b.py": "from .c import Engine\n",
-        "lib/c.py": "class Engine:\n    def start(self) -> None: ...\n",
+        "app/main.py": (
+            "import lib\nfrom lib import Gear\nfrom lib.c import Engine\n\n\nclass Car(Engine):\n"
+            "    def go(self) -> None:\n        x = 1\n        lib.Wrench\n        self.stop\n"
+        ),
+        **{f"app/s{i}.py": "" for i in range(8)},
+        "lib/__init__.py": "from .a import Gear\nfrom .tools import Wrench\n",
+        "lib/a.py": "from .b import Gear\n",
+        "lib/b.py": "class Gear:\n    teeth = 12\n",
+        "lib/tools.py": "class Wrench:\n    size = 1\n",
+        "lib/c.py": "from .base import Base\n\n\nclass Engine(Base):\n    def start(self): ...\n",
+        "lib/base.py": "class Base:\n    def stop(self) -> None: ...\n",
     }
     for path, text in files.items():
         (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
@@ -248,9 +255,10 @@ def test_prepare_makes_the_outlines_a_first_build_needs(
     assert parsed  # the outlines were not made before
     parsed.clear()
     text = files["app/main.py"]
-    context = builder.build("app/main.py", text, text.index("x = 1"), "python")
-    assert "lib/c.py" in {s.path for s in context.snippets}
-    assert parsed == []
+    for after, shown in (("x = 1", {"lib/b.py"}), ("Wrench\n", {"lib/tools.py", "lib/base.py"})):
+        context = builder.build("app/main.py", text, text.index(after) + len(after), "python")
+        assert shown <= {s.path for s in context.snippets}
+        assert parsed == []
     index.close()
 
 
