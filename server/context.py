@@ -40,9 +40,11 @@ State: the builder is per workspace and keeps per-file caches (outlines arranged
 lookups, rendered snippets, token sets, all keyed by file digest) and the per-file memory
 above (`forget` drops it), and where each name a file imports is defined (it depends on
 the import, not on the cursor). `prepare(path)` does ahead of a file's first keystroke what
-its builds would otherwise wait for — outlines parsed on first use, the imported names
-resolved, related files and definitions rendered; the server calls it where it activates
-the cache queue.
+its builds would otherwise wait for: outlines are made on first use, so it resolves the
+names the file imports and the dotted names that start with one, walks the base classes
+they lead to, renders related files and definitions, and indexes which lines use which
+imported name; the server calls it where it activates the cache queue. Only answers that
+do not depend on the cursor are kept from it, so a build chooses what it would without it.
 
 The budget counts with the `count` it is given (the model's tokenizer in the server; the
 chars/4 `estimate_tokens` by default) and includes each snippet's rendering overhead
