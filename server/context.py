@@ -38,8 +38,13 @@ module. On /tmp/bigws this keeps the shared prompt prefix between keystrokes at 
 
 State: the builder is per workspace and keeps per-file caches (outlines arranged for
 lookups, rendered snippets, token sets, all keyed by file digest) and the per-file memory
-above (`forget` drops it). `prepare(path)` renders a file's related outlines ahead of its
-first keystroke; the server calls it where it activates the cache queue.
+above (`forget` drops it), and where each name a file imports is defined (it depends on
+the import, not on the cursor). `prepare(path)` does ahead of a file's first keystroke what
+its builds would otherwise wait for: outlines are made on first use, so it resolves the
+names the file imports and the dotted names that start with one, walks the base classes
+they lead to, renders related files and definitions, and indexes which lines use which
+imported name; the server calls it where it activates the cache queue. Only answers that
+do not depend on the cursor are kept from it, so a build chooses what it would without it.
 
 The budget counts with the `count` it is given (the model's tokenizer in the server; the
 chars/4 `estimate_tokens` by default) and includes each snippet's rendering overhead
@@ -50,6 +55,7 @@ header, FIM markers) are the caller's `reserved`.
 
 from __future__ import annotations
 
+import gc
 import logging
 import posixpath
 import re
@@ -62,10 +68,12 @@ from typing import Final, Generic, TypeVar
 import xxhash
 
 from cache.index import ProjectIndex
-from cache.model import Definition, ImportRef
+from cache.model import Definition, FileRecord, ImportRef
 from server.cursor import (
     CALL,
+    Binding,
     CursorInfo,
+    Imports,
     Reference,
     Tier,
     analyse,
@@ -260,6 +268,35 @@ class _Candidate:
     line: int
 
 
+@dataclass(frozen=True, slots=True)
+class _ImportedTarget:
+    """Where one imported name was found, and what the answer depended on."""
+
+    target: Target | None
+    generation: tuple[int, int]
+    """The index's file set then (`id` and size of its records, as the other memos)."""
+    deps: frozenset[str]
+    """The importing file's dependencies then (they pick the file of an absolute import)."""
+    files: tuple[tuple[str, str | None], ...]
+    """The files read on the way, with their digests then."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FirstUses:
+    """Where each identifier of a text is first used outside import statements: the end
+    of the first line that uses it. The identifiers above a line are those whose first
+    use ends by its start, so one pass over a file answers for every line of it."""
+
+    text: str
+    ends: dict[str, int]
+
+    def covers(self, text: str, line_start: int) -> bool:
+        """Whether `text` is the same as the indexed text above `line_start`."""
+        return self.text is text or (
+            len(self.text) >= line_start and self.text[:line_start] == text[:line_start]
+        )
+
+
 @dataclass(slots=True)
 class _Memory:
     """The snippets lately chosen for one file, while the cursor stays in one scope."""
@@ -306,6 +343,8 @@ class ContextBuilder:
         self._reexports: _Lru[tuple[int, int, str, str, tuple[str, ...]], tuple[Target | None]] = (
             _Lru(cache_size)
         )
+        self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
+        self._first_uses: _Lru[str, _FirstUses] = _Lru(64)
 
     # public API ---------------------------------------------------------------------------
 
@@ -323,7 +362,10 @@ class ContextBuilder:
         content of `file_path` (as the index names it: relative, forward slashes)."""
         budget = budget or Budget()
         cursor = analyse(text, offset, language)
-        candidates = self.candidates(file_path, text, cursor, limit=2 * budget.max_snippets)
+        line_start = max(0, min(offset, len(text))) - len(cursor.line_prefix)
+        candidates = self.candidates(
+            file_path, text, cursor, limit=2 * budget.max_snippets, line_start=line_start
+        )
         candidates = self._with_memory(file_path, cursor, candidates)
         if count != self._count:  # memoised counts belong to one tokenizer
             self._counts.clear()
@@ -383,9 +425,16 @@ class ContextBuilder:
             del self._memory[next(iter(self._memory))]
 
     def candidates(
-        self, file_path: str, text: str, cursor: CursorInfo, limit: int = 24
+        self,
+        file_path: str,
+        text: str,
+        cursor: CursorInfo,
+        limit: int = 24,
+        *,
+        line_start: int | None = None,
     ) -> list[Snippet]:
         """The `limit` best snippets for this cursor, best first (before the budget).
+        `line_start`, the offset of the cursor's line, saves finding it again.
 
         Scores do not depend on the rendering, so only the best `limit` are rendered."""
         index = self.index
@@ -397,8 +446,9 @@ class ContextBuilder:
             directness = _DIRECTNESS.get(reference.tier, 1)
             for target in request.targets(reference):
                 self._add(found, request, target, directness * 100 - min(rank, 90) * 0.01)
-        for local, score in _imported_names(text, cursor):
-            for target in request.targets(Reference((local,), Tier.ABOVE, cursor.line)):
+        uses = self._first_uses.get(file_path)
+        for local, score in _imported_names(text, cursor, line_start, uses):
+            for target in request.imported(local):
                 self._add(found, request, target, score)
         for path in request.related_files():
             self._add(found, request, Target(path, None), 0.0)
@@ -422,18 +472,87 @@ class ContextBuilder:
         return snippets
 
     def prepare(self, file_path: str) -> int:
-        """Render the related files of `file_path` ahead of its first keystroke (call it
-        where the cache queue is activated, off the request path); how many were new."""
+        """Do ahead of the first keystroke in `file_path` what its builds would otherwise
+        wait for, so that they find the outlines (made on demand) parsed and the snippets
+        rendered: render its related files; resolve the names it imports (which every
+        build ranks, `_imported_names`) and the dotted names that start with one; walk
+        the base classes of the classes among them and of its own (where inherited
+        members are looked up). Call it where the cache queue is activated, off the
+        request path; how many snippets were rendered anew."""
         index = self.index
         if index is None:
             return 0
-        rendered = 0
-        for path in related_files(index, file_path):
-            record = index.records.get(path)
-            digest = record.digest if record is not None else ""
-            if self._rendered.get((path, digest, "")) is None:
-                rendered += self.render(path, None) is not None
+        rendered = sum(self._render_ahead(path, None) for path in related_files(index, file_path))
+        record = index.records.get(file_path)
+        text = self._text_of(file_path) if record is not None else None
+        if record is None or text is None:
+            return rendered
+        self._first_uses.put(file_path, _FirstUses(text, _first_use_ends(text)))
+        cursor = analyse(text, 0, record.language)
+        found = [
+            self.imported_target(index, file_path, text, cursor, binding)
+            for _, binding in _named_imports(cursor.imports)
+        ]
+        for chain in _imported_chains(text, cursor.imports):  # `models.CharField`, ...
+            found.append(self._warming(index, file_path, text, cursor).resolve(chain, 0))
+        own = self.file_defs(file_path)  # re-exports may lead back to it
+        if own is not None:
+            found.extend(Target(file_path, d) for d in own.by_name.values())
+        for target in found:
+            if target is None:
+                continue
+            if target.path != file_path:
+                rendered += self._render_ahead(*self._shown(target))
+            cls = target.definition
+            defs = self.file_defs(target.path) if cls and cls.kind in CLASS_KINDS else None
+            if cls is not None and defs is not None:  # a member no class has: every base
+                self._warming(index, file_path, text, cursor)._inherited(
+                    target.path, cls, defs, ("",), 1
+                )
+        # What was made here is kept: collect the young generations now, or the first
+        # builds pay for it (a 3-5 ms pause in one first build of ten on /tmp/bigws).
+        gc.collect(1)
         return rendered
+
+    def _warming(
+        self, index: ProjectIndex, file_path: str, text: str, cursor: CursorInfo
+    ) -> _Request:
+        """A request that only makes outlines ahead: what a build finds on the way depends
+        on how deep it is, so its answers are not kept across builds."""
+        request = _Request(self, index, file_path, text, cursor)
+        request.warming = True
+        return request
+
+    def imported_target(
+        self, index: ProjectIndex, file_path: str, text: str, cursor: CursorInfo, binding: Binding
+    ) -> Target | None:
+        """Where the name `binding` imports into `file_path` is defined, found as a
+        request of its own would (with its own re-export lookups), and memoised: it
+        depends on the import, not on the cursor, and a file may import hundreds of names
+        that every keystroke ranks. The memo holds while the file set, the file's
+        dependencies and the files read on the way stay the same."""
+        records = index.records
+        generation = (id(records), len(records))
+        deps = index.graph.imports(file_path)
+        key = (file_path, cursor.language, binding.module, binding.name or "")
+        known = self._imported.get(key)
+        if (
+            known is not None
+            and known.generation == generation
+            and (known.deps is deps or known.deps == deps)
+            and all(_digest(records, path) == digest for path, digest in known.files)
+        ):
+            return known.target
+        request = _Request(self, index, file_path, text, cursor)
+        request.read = {}
+        parts = tuple(binding.name.split(".")) if binding.name else ()
+        target = request.in_module(binding.module, parts, file_path, 1)
+        if target is not None:
+            request.read.setdefault(target.path, _digest(records, target.path))
+        self._imported.put(
+            key, _ImportedTarget(target, generation, deps, tuple(request.read.items()))
+        )
+        return target
 
     def resolve(
         self, file_path: str, text: str, cursor: CursorInfo, chain: tuple[str, ...]
@@ -462,9 +581,7 @@ class ContextBuilder:
     ) -> None:
         if target.path == request.file_path:
             return  # the current file is in the prompt already
-        definition = target.definition
-        if definition is not None and (definition.kind == "package" or self._is_short(target.path)):
-            definition = None  # a short file is shown whole: its definitions are in it
+        _, definition = self._shown(target)
         name = definition.qualified_name if definition is not None else ""
         key = (target.path, name)
         score = base + request.distance(target.path) * 10 + request.recency(target.path)
@@ -474,6 +591,46 @@ class ContextBuilder:
         else:
             line = definition.start_line if definition is not None else 0
             found[key] = _Candidate(target.path, name, score, definition, line)
+
+    def _shown(self, target: Target) -> tuple[str, Definition | None]:
+        """What shows a target: its definition, or the whole file for a package or a
+        short file (its definitions are in it)."""
+        definition = target.definition
+        if definition is not None and (definition.kind == "package" or self._is_short(target.path)):
+            definition = None
+        return target.path, definition
+
+    def _render_ahead(self, path: str, definition: Definition | None) -> int:
+        """1 if a snippet was rendered now (it was not cached), else 0. Its tokens and
+        lines, which the budget compares, are made with it."""
+        record = self.index.records.get(path) if self.index is not None else None
+        if record is None:
+            return 0
+        key = (path, record.digest, definition.qualified_name if definition else "")
+        if self._rendered.get(key) is not None:
+            return 0
+        rendered = self.render(path, definition)
+        if rendered is None:
+            return 0
+        snippet = Snippet(path, rendered.text, rendered.start_line, 0.0, language=rendered.language)
+        _tokens_of(snippet)
+        _lines_of(snippet)
+        return 1
+
+    def _text_of(self, path: str) -> str | None:
+        """The text of an indexed file: in memory if there (an open buffer's), else read."""
+        text = self.texts.get(path)
+        if text is not None:
+            return text
+        index = self.index
+        record = index.records.get(path) if index is not None else None
+        if index is None or record is None or record.size > 2_000_000:
+            return None
+        try:
+            return (index.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            log.debug("cannot read %s: %s", path, exc)
+            return None
 
     def _is_short(self, path: str) -> bool:
         record = self.index.records.get(path) if self.index is not None else None
@@ -514,15 +671,9 @@ class ContextBuilder:
         cached = self._lines.get(key)
         if cached is not None:
             return cached
-        text = self.texts.get(path)
+        text = self._text_of(path)
         if text is None:
-            if record.size > 2_000_000:
-                return None
-            try:
-                text = (index.root / path).read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                log.debug("cannot read %s: %s", path, exc)
-                return None
+            return None
         return self._lines.put(key, text.split("\n"))
 
     def render(self, path: str, definition: Definition | None) -> _Rendered | None:
@@ -584,6 +735,10 @@ class _Request:
         self._attribute_types: dict[str, tuple[str, ...]] = {}
         self._imported: dict[tuple[str, tuple[str, ...]], Target | None] = {}
         self._lookups = 0
+        self.read: dict[str, str | None] | None = None
+        """When a dict: every file whose definitions were looked at, with its digest."""
+        self.warming = False
+        """Only making outlines ahead (`ContextBuilder._warming`)."""
 
     # ranking inputs ---------------------------------------------------------------------
 
@@ -631,6 +786,24 @@ class _Request:
             resolved = [self.resolve((n,), 0) for n in matches[:2]]
             return [t for t in resolved if t is not None and t.definition is not None]
         return []
+
+    def imported(self, local: str) -> list[Target]:
+        """`targets` of a bare name the file imports: the builder's memo
+        (`ContextBuilder.imported_target`) answers, unless a local type at the cursor
+        shadows the name."""
+        binding = self.cursor.imports.bindings.get(local)
+        local_type = self.cursor.types.get(local)
+        if (
+            binding is None
+            or not binding.name
+            or local in ("self", "this", "cls")
+            or (local_type and local_type[0] != local)
+        ):
+            return self.targets(Reference((local,), Tier.ABOVE, self.cursor.line))
+        found = self.builder.imported_target(
+            self.index, self.file_path, self.text, self.cursor, binding
+        )
+        return [found] if found is not None else []
 
     def resolve(self, chain: tuple[str, ...], depth: int) -> Target | None:
         if not chain or depth > MAX_DEPTH:
@@ -718,6 +891,8 @@ class _Request:
         re-export) when the first part is not defined there."""
         if not parts:
             return Target(path, None)
+        if self.read is not None and path not in self.read:
+            self.read[path] = _digest(self.index.records, path)
         defs = self.builder.file_defs(path)
         if defs is None:
             return None
@@ -804,8 +979,8 @@ class _Request:
         self._imported[key] = None
         found = self._imported_into(path, defs, parts, depth)
         self._imported[key] = found
-        if self._lookups <= MAX_LOOKUPS and depth <= 1:  # deeper answers depend on the depth
-            self.builder._reexports.put(lasting, (found,))
+        if self._lookups <= MAX_LOOKUPS and depth <= 1 and not self.warming:
+            self.builder._reexports.put(lasting, (found,))  # deeper answers depend on the depth
         return found
 
     def _in_namespace(self, path: str, chain: tuple[str, ...], depth: int) -> Target | None:
@@ -885,6 +1060,11 @@ class _Request:
                 if _stem(d).endswith("/" + tail) or _stem(d).endswith(f"/{tail}/mod")
             ) or sorted(deps)
         return []
+
+
+def _digest(records: Mapping[str, FileRecord], path: str) -> str | None:
+    record = records.get(path)
+    return record.digest if record is not None else None
 
 
 def related_files(index: ProjectIndex, file_path: str) -> list[str]:
@@ -1328,20 +1508,30 @@ IMPORT_WINDOW_CHARS: Final = 8000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _imported_names(text: str, cursor: CursorInfo) -> list[tuple[str, float]]:
+def _imported_names(
+    text: str,
+    cursor: CursorInfo,
+    line_start: int | None = None,
+    uses: _FirstUses | None = None,
+) -> list[tuple[str, float]]:
     """The names the file imports, scored by whether the code before the cursor uses them
     yet; module bindings (`import a.b`, `from . import mod`) are left to the related
-    files. In order of the import lines, so ties stay stable."""
-    bindings = cursor.imports.bindings
-    if not bindings:
+    files. In order of the import lines, so ties stay stable. `line_start` is the offset
+    of the cursor's line (found when not given); `uses`, the file's first uses as
+    `prepare` saw it, answers for the lines above where the text is still the same."""
+    named = _named_imports(cursor.imports)
+    if not named:
         return []
-    line_start = _offset_of_line(text, cursor.line)
-    before = _identifiers_before(text[:line_start])
-    window = text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start]
-    near = set(_IDENTIFIER.findall(_without_import_lines(window)))
-    named = sorted((b.line, local) for local, b in bindings.items() if b.name and "." not in local)
+    if line_start is None:
+        line_start = _offset_of_line(text, cursor.line)
+    near = _identifiers_before(text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start])
+    if uses is not None and uses.covers(text, line_start):
+        ends = uses.ends
+        before = frozenset(n for n, _ in named if ends.get(n, line_start + 1) <= line_start)
+    else:
+        before = _identifiers_before(text[:line_start])
     scored = []
-    for _, local in named:
+    for local, _ in named:
         if local in near:
             scored.append((local, USED_IMPORT_SCORE))
         elif local in before:
@@ -1349,6 +1539,34 @@ def _imported_names(text: str, cursor: CursorInfo) -> list[tuple[str, float]]:
         else:
             scored.append((local, UNUSED_IMPORT_SCORE))
     return scored
+
+
+MAX_PREPARED_CHAINS: Final = 500
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _imported_chains(text: str, imports: Imports) -> list[tuple[str, ...]]:
+    """The dotted names of `text` that start with an imported name (`models.CharField`,
+    `np.linalg.norm`), each once, in order of first use: what the references of its
+    builds will look up through the imports, re-exports included."""
+    heads = {local.split(".")[0] for local in imports.bindings}
+    chains = dict.fromkeys(
+        chain
+        for chain in (tuple(m.group().split(".")) for m in _DOTTED.finditer(text))
+        if chain[0] in heads
+    )
+    return list(chains)[:MAX_PREPARED_CHAINS]
+
+
+def _named_imports(imports: Imports) -> list[tuple[str, Binding]]:
+    """The names `_imported_names` scores: bound to a name taken from a module (module
+    bindings are left to the related files), in order of the import lines."""
+    named = sorted(
+        (binding.line, local, binding)
+        for local, binding in imports.bindings.items()
+        if binding.name and "." not in local
+    )
+    return [(local, binding) for _, local, binding in named]
 
 
 _identifier_sets: _Lru[bytes, frozenset[str]] = _Lru(64)
@@ -1364,6 +1582,25 @@ def _identifiers_before(text: str) -> frozenset[str]:
             key, frozenset(_IDENTIFIER.findall(_without_import_lines(text)))
         )
     return found
+
+
+def _first_use_ends(text: str) -> dict[str, int]:
+    """For each identifier of `text` outside import statements, the end of the first line
+    that uses it: `_identifiers_before(text[:line_start])` are those ending by
+    `line_start`, with the same lines and statements (`_without_import_lines`)."""
+    ends: dict[str, int] = {}
+    offset, inside = 0, False
+    for line in text.splitlines(keepends=True):
+        offset += len(line)
+        if inside:
+            inside = ")" not in line
+        elif line.lstrip().startswith(("import ", "from ")):
+            inside = "(" in line and ")" not in line
+        else:
+            for name in _IDENTIFIER.findall(line):
+                if name not in ends:
+                    ends[name] = offset
+    return ends
 
 
 def _offset_of_line(text: str, line: int) -> int:

@@ -7,10 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import cache.index
 from cache.index import ProjectIndex
+from cache.model import Outline
+from cache.outline import parse_outline
 from server.context import (
     Budget,
     Context,
@@ -213,6 +216,83 @@ def test_imported_names_not_used_yet_rank_above_the_lines_above(
     used = scores[("inventory/storage/repo.py", "")]  # a short file: Repo is shown whole
     assert unused > used
     assert unused > scores[("inventory/models.py", "")]  # and above its file's outline
+
+
+def test_prepare_makes_the_outlines_a_first_build_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python outlines are made on first use. `prepare` resolves the names the file imports
+    (`Gear`), the dotted names that start with one (`lib.Wrench`) and walks the base
+    classes on the way (`Car(Engine)`, `Engine(Base)`), so that builds parse none, even
+    of files that are not related files (eight siblings come first)."""
+    files = {
+        "app/main.py": (
+            "import lib\nfrom lib import Gear\nfrom lib.c import Engine\n\n\nclass Car(Engine):\n"
+            "    def go(self) -> None:\n        x = 1\n        lib.Wrench\n        self.stop\n"
+        ),
+        **{f"app/s{i}.py": "" for i in range(8)},
+        "lib/__init__.py": "from .a import Gear\nfrom .tools import Wrench\n",
+        "lib/a.py": "from .b import Gear\n",
+        "lib/b.py": "class Gear:\n    teeth = 12\n",
+        "lib/tools.py": "class Wrench:\n    size = 1\n",
+        "lib/c.py": "from .base import Base\n\n\nclass Engine(Base):\n    def start(self): ...\n",
+        "lib/base.py": "class Base:\n    def stop(self) -> None: ...\n",
+    }
+    for path, text in files.items():
+        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "ws" / path).write_text(text)
+    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
+    index.build()
+    parsed: list[str] = []
+
+    def counting(data: bytes, language: str) -> Outline | None:
+        parsed.append(language)
+        return parse_outline(data, language)
+
+    monkeypatch.setattr(cache.index, "parse_outline", counting)
+    builder = ContextBuilder(index)
+    builder.prepare("app/main.py")
+    assert parsed  # the outlines were not made before
+    parsed.clear()
+    text = files["app/main.py"]
+    for after, shown in (("x = 1", {"lib/b.py"}), ("Wrench\n", {"lib/tools.py", "lib/base.py"})):
+        context = builder.build("app/main.py", text, text.index(after) + len(after), "python")
+        assert shown <= {s.path for s in context.snippets}
+        assert parsed == []
+    index.close()
+
+
+SERVICE_WORDS = ["StockItem", "Repo", "Warehouse", "util", "x", "(", ")", " ", "    ", "#"]
+FAR = "#" * 9000
+"""Pushes what is above it out of the window where an import counts as used nearby."""
+service_lines = st.lists(
+    st.sampled_from(
+        [*SERVICE_WORDS, "import os", "from a import (", "from b import c", "\r", "\x0c", FAR]
+    ),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.lists(service_lines, max_size=12).map("\n".join))
+@example(body=f"StockItem{FAR}")  # used on the line just above, but far from the cursor
+@example(body=f"from inventory.models import (\n    Item as StockItem,\n){FAR}")  # no use
+def test_prepare_changes_no_choice(py_index: ProjectIndex, body: str) -> None:
+    """What `prepare` works out ahead (where the imported names are defined, which lines
+    use them) gives the scores a build works out alone, on every line of the file, whether
+    the file was prepared as it is or before `body` was typed into it."""
+    text, _ = service(py_index, body + "|\n")
+    as_it_is = ContextBuilder(py_index, texts={SERVICE: text})
+    as_it_is.prepare(SERVICE)
+    as_on_disk = ContextBuilder(py_index)
+    as_on_disk.prepare(SERVICE)
+    for start in [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]:
+        cursor = analyse(text, start, "python")
+        alone = ContextBuilder(py_index).candidates(SERVICE, text, cursor, 64)
+        expected = [(s.path, s.name, s.score) for s in alone]
+        for prepared in (as_it_is, as_on_disk):
+            ahead = prepared.candidates(SERVICE, text, cursor, 64, line_start=start)
+            assert [(s.path, s.name, s.score) for s in ahead] == expected
 
 
 def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:
