@@ -8,6 +8,7 @@ kept warm for the active file, and the context builder that reads both.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -107,6 +108,7 @@ class ProjectCache:
                 summary.reused,
                 summary.seconds,
             )
+        gc.freeze()  # the index's long-lived objects: keep full collections from walking them
         self.ready.set()
         if self.active is not None:
             self.activate(self.active, prepare=True)
