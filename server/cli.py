@@ -86,7 +86,8 @@ def index_folder(root: Path, cache_dir: Path | None) -> int:
     top = ", ".join(f"{lang} {n}" for lang, n in summary.languages.most_common(8))
     print(
         f"{summary.files} files ({top}); {summary.edges} import edges; "
-        f"{summary.outlined} outlined, {summary.rehashed} re-hashed, {summary.reused} unchanged, "
+        f"{summary.outlined} new or changed, {summary.rehashed} re-hashed, "
+        f"{summary.reused} unchanged, "
         f"{summary.removed} removed; {summary.seconds:.2f} s; "
         f"store {summary.store_bytes / 1e6:.1f} MB at {index.store.path}"
     )

@@ -100,7 +100,7 @@ class ProjectCache:
             texts = BufferFirst(root, self.buffers, queue)
             self.roots[root] = Root(root, index, queue, ContextBuilder(index, texts, queue.recent))
             log.info(
-                "indexed %s: %d files, %d import edges, %d outlined, %d unchanged, in %.2f s",
+                "indexed %s: %d files, %d import edges, %d new or changed, %d unchanged, in %.2f s",
                 root,
                 summary.files,
                 summary.edges,
