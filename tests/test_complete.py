@@ -69,4 +69,3 @@ def test_the_rendered_prompt_fits_the_budget(
     request, _ = plan_request(ctx, settings_, Prompting(template, COUNTER))
 
     assert len(COUNTER.tokenizer.encode(request.prompt).ids) <= total  # type: ignore[union-attr]
-    assert request.prompt.count("def verify_directory") <= 1
