@@ -229,7 +229,7 @@ class HeadstartServer(LanguageServer):
                     len(hit.rest),
                     elapsed_ms,
                 )
-                return Suggestion(text=hit.rest, mode=hit.meta, timings_ms={"total": elapsed_ms})
+                return Suggestion(text=hit.rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
         suggestion = await self.latest.run(
             uri, self.completer.complete(ctx, self.settings.completion)
         )
@@ -386,10 +386,11 @@ async def inline_completion(
     if suggestion is None or not suggestion.text:
         return types.InlineCompletionList(items=[])
     log.info(
-        "inline completion in %.1f ms (%s, %d chars)",
+        "inline completion in %.2f ms (%s, %d chars%s)",
         (time.perf_counter() - started) * 1000,
         suggestion.mode.value,
         len(suggestion.text),
+        ", from the suggestion cache" if "cached" in suggestion.timings_ms else "",
     )
     here = types.Range(start=params.position, end=params.position)
     return types.InlineCompletionList(
