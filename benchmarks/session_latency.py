@@ -99,7 +99,10 @@ async def run(url: str, keys_per_line: int, max_keys: int) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     async with httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as raw:
         model = (await raw.get("/models")).json()["data"][0]["id"]
-        async with EditorSession(SAMPLE, {"backend": {"url": url}}) as editor:
+        # every keystroke must reach the model to compare with the raw stream, so the
+        # suggestion cache is off (benchmarks/typing_cache_bench.py measures it)
+        settings = {"backend": {"url": url}, "completion": {"reuseTypedSuggestions": False}}
+        async with EditorSession(SAMPLE, settings) as editor:
             for path, row, start in plan:
                 if len(records) >= max_keys:
                     break

@@ -217,6 +217,12 @@ class LatestOnly:
             if self._running.get(key) is task:
                 del self._running[key]
 
+    def cancel(self, key: str) -> None:
+        """Cancel the job running for `key`, as a newer one would."""
+        older = self._running.get(key)
+        if older is not None and not older.done():
+            older.cancel()
+
     async def cancel_all(self) -> None:
         tasks = list(self._running.values())
         for task in tasks:

@@ -83,6 +83,9 @@ class CompletionSettings(_Section):
     max_file_bytes: int = Field(
         2_000_000, ge=1_000, description="Larger documents get no completions."
     )
+    reuse_typed_suggestions: bool = Field(
+        True, description="Answer typing that follows a shown suggestion with its rest."
+    )
     languages: dict[str, bool] = Field(
         default_factory=lambda: {"*": True, "plaintext": False},
         description="Per languageId on/off; '*' is the default for the rest.",

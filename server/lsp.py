@@ -29,6 +29,8 @@ from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
+from server.stops import Mode
+from server.suggestion_cache import SuggestionCache
 from server.sync import WorkspaceSync
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ class HeadstartServer(LanguageServer):
         self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
+        self.shown: SuggestionCache[Mode] = SuggestionCache()
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
         self.project = ProjectCache()
@@ -75,6 +78,7 @@ class HeadstartServer(LanguageServer):
             self.backend = CompletionBackend(settings.backend, settings.api_key())
             self.completer = Completer(self.backend)
             await self.latest.cancel_all()
+            self.shown.clear()
             await old.aclose()
         log.info(
             "settings applied: backend %s, model %s",
@@ -211,9 +215,26 @@ class HeadstartServer(LanguageServer):
         """The suggestion at `ctx`, or None if completion is off or a newer request won."""
         if ctx is None:
             return None
+        reuse = self.settings.completion.reuse_typed_suggestions
+        if reuse:
+            started = time.perf_counter()
+            hit = self.shown.lookup(uri, ctx.text, ctx.offset)
+            if hit is not None:
+                self.latest.cancel(uri)
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                log.debug(
+                    "%s: served from the suggestion cache (%d typed, %d left, %.3f ms)",
+                    uri,
+                    hit.typed,
+                    len(hit.rest),
+                    elapsed_ms,
+                )
+                return Suggestion(text=hit.rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
         suggestion = await self.latest.run(
             uri, self.completer.complete(ctx, self.settings.completion)
         )
+        if reuse and suggestion is not None and suggestion.error is None:
+            self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
             log.debug(
@@ -341,6 +362,7 @@ def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
+    ls.shown.forget(params.text_document.uri)
     path = uri_to_path(params.text_document.uri)
     if path is not None:
         ls.sync.closed(path)
@@ -364,10 +386,11 @@ async def inline_completion(
     if suggestion is None or not suggestion.text:
         return types.InlineCompletionList(items=[])
     log.info(
-        "inline completion in %.1f ms (%s, %d chars)",
+        "inline completion in %.2f ms (%s, %d chars%s)",
         (time.perf_counter() - started) * 1000,
         suggestion.mode.value,
         len(suggestion.text),
+        ", from the suggestion cache" if "cached" in suggestion.timings_ms else "",
     )
     here = types.Range(start=params.position, end=params.position)
     return types.InlineCompletionList(

@@ -1,0 +1,181 @@
+"""End to end: typing what a shown suggestion predicted is answered by the server alone,
+and anything that changes the suggestion's premise goes to the model again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from conftest import CONFIG, fast_settings, start_session
+from fake_openai import FakeBackend
+from lsp_helpers import cursor_at, logs, open_document, suggestion
+from lsprotocol import types
+from pytest_lsp import LanguageClient, fixture
+
+SOURCE = """from inventory.models import Item
+
+
+def report(warehouse):
+    net = █
+    return net
+
+
+def other():
+    return 1
+"""
+SUGGESTION = "total_value(warehouse)"
+
+
+class Editor:
+    """One open document, edited one keystroke at a time as an editor reports it."""
+
+    def __init__(self, client: LanguageClient, path: Path, text: str) -> None:
+        self.client = client
+        self.text, self.position = cursor_at(text)
+        self.uri = open_document(client, path, self.text)
+        self.version = 1
+
+    def _send(self, start: types.Position, end: types.Position, text: str) -> None:
+        self.version += 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=self.uri, version=self.version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(start=start, end=end), text=text
+                    )
+                ],
+            )
+        )
+
+    def type(self, chars: str) -> None:
+        """Type at the cursor, one character per didChange."""
+        for char in chars:
+            self._send(self.position, self.position, char)
+            if char == "\n":
+                self.position = types.Position(line=self.position.line + 1, character=0)
+            else:
+                self.position = types.Position(
+                    line=self.position.line, character=self.position.character + 1
+                )
+
+    def backspace(self, count: int = 1) -> None:
+        for _ in range(count):
+            start = types.Position(line=self.position.line, character=self.position.character - 1)
+            self._send(start, self.position, "")
+            self.position = start
+
+    def insert_line(self, line: int, text: str) -> None:
+        """Insert a whole line elsewhere; the cursor moves down if it is below."""
+        here = types.Position(line=line, character=0)
+        self._send(here, here, text + "\n")
+        if line <= self.position.line:
+            self.position = types.Position(
+                line=self.position.line + 1, character=self.position.character
+            )
+
+    async def ask(self) -> str:
+        return await suggestion(self.client, self.uri, self.position)
+
+
+@fixture(config=CONFIG)
+async def debug(
+    lsp_client: LanguageClient, fake: FakeBackend, workspace: Path
+) -> AsyncIterator[None]:
+    """A VS Code session logging at debug level, backed by the fake model."""
+    settings = fast_settings(fake.url)
+    settings["log"] = {"level": "debug"}
+    await start_session(lsp_client, "vscode", workspace, settings)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def shown(client: LanguageClient, fake: FakeBackend, workspace: Path) -> Editor:
+    fake.script([{"match": "net = <|fim_suffix|>", "text": SUGGESTION + "\n"}], default_text="0")
+    editor = Editor(client, workspace / "inventory" / "report.py", SOURCE)
+    assert await editor.ask() == SUGGESTION
+    assert len(fake.events()) == 1
+    return editor
+
+
+async def test_typing_the_suggestion_is_answered_without_the_model(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    editor = await shown(debug, fake, workspace)
+    for typed in range(1, 4):
+        editor.type(SUGGESTION[typed - 1])
+        assert await editor.ask() == SUGGESTION[typed:]
+    assert len(fake.events()) == 1
+    assert "served from the suggestion cache" in logs(debug)
+
+
+async def test_a_character_off_the_suggestion_asks_the_model(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    editor = await shown(debug, fake, workspace)
+    editor.type("tx")
+    assert await editor.ask() == "0"
+    assert len(fake.events()) == 2
+
+
+async def test_an_edit_next_to_the_cursor_invalidates_a_far_one_does_not(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    editor = await shown(debug, fake, workspace)
+    editor.type("to")
+    editor.insert_line(0, "import os")  # far above: the premise holds
+    assert await editor.ask() == SUGGESTION[2:]
+    assert len(fake.events()) == 1
+    editor.insert_line(editor.position.line + 1, "    log(net)")  # the next line
+    assert await editor.ask() == "0"
+    assert len(fake.events()) == 2
+
+
+async def test_typing_the_whole_suggestion_leaves_nothing_stale(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    editor = await shown(debug, fake, workspace)
+    editor.type(SUGGESTION)
+    assert await editor.ask() == "0"  # the model's answer, not a rest of the old one
+    assert len(fake.events()) == 2
+
+
+async def test_deleting_back_serves_the_earlier_suggestion_and_cancels_the_later(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    editor = await shown(debug, fake, workspace)
+    fake.script([{"match": "net = x<|fim_suffix|>", "text": "y_slow\n", "first_delay_ms": 2000}])
+    editor.type("x")
+    slow = asyncio.ensure_future(editor.ask())
+    await asyncio.to_thread(fake.wait_for, lambda events: len(events) == 2)
+    editor.backspace()
+    assert await editor.ask() == SUGGESTION
+    assert await slow == ""  # superseded by the answer from the cache
+    await asyncio.to_thread(fake.wait_for, lambda events: events[-1]["closed_by"] == "client")
+    assert len(fake.events()) == 2
+
+
+async def test_a_block_suggestion_continues_through_its_newline(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    body = "\n    return [i for i in items if i.quantity == 0]"
+    fake.script([{"match": "def empty", "text": body + "\n\n\ndef other():\n"}])
+    editor = Editor(debug, workspace / "empty.py", "def empty(items):█\n")
+    assert await editor.ask() == body
+    editor.type("\n    ret")
+    assert await editor.ask() == "urn [i for i in items if i.quantity == 0]"
+    assert len(fake.events()) == 1
+
+
+async def test_the_setting_turns_reuse_off(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    options = fast_settings(fake.url, reuseTypedSuggestions=False)
+    await start_session(fresh, "vscode", workspace, options)
+    editor = await shown(fresh, fake, workspace)
+    editor.type("tot")
+    assert await editor.ask() == "0"
+    assert len(fake.events()) == 2
