@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from server.tokens import TokenCounter
 
@@ -148,6 +149,12 @@ def _codestral(repo_name: str, snippets: Snippets, file_path: str, prefix: str, 
 Render = Callable[[str, Snippets, str, str, str], str]
 
 
+def _broken(match: re.Match[str]) -> str:
+    """A special-token string with a zero-width space after its first character."""
+    token = match.group()
+    return token[0] + "\u200b" + token[1:]
+
+
 @dataclass(frozen=True)
 class PromptTemplate:
     """One family's prompt format, and how its answers end."""
@@ -162,10 +169,36 @@ class PromptTemplate:
     stop_token_ids: tuple[int, ...] = ()
     """Ids of `stop_tokens` (vLLM drops special tokens from streamed text, so stop strings
     alone never see them): known defaults until `with_tokenizer` derives them."""
+    _markers: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.stop) <= 4:
             raise ValueError(f"{self.family}: 1 to 4 stop strings, got {len(self.stop)}")
+        markers = {token.lstrip("▁") for token in (*self.stop_tokens, *self.stop)}
+        pattern = "|".join(map(re.escape, sorted(markers, key=len, reverse=True)))
+        object.__setattr__(self, "_markers", re.compile(pattern))
+
+    def defuse(self, text: str) -> str:
+        """`text` with this family's special-token strings broken by a zero-width space.
+
+        The backend reads those strings in a prompt as control tokens, so a file that
+        merely contains `<|file_sep|>` (tokenizer code, this very module) would otherwise
+        end a snippet or the prompt early."""
+        if self._markers.search(text) is None:
+            return text
+        return self._markers.sub(_broken, text)
+
+    def _defused(
+        self, repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str
+    ) -> tuple[str, Snippets, str, str, str]:
+        clean = self.defuse
+        return (
+            clean(repo_name),
+            [(clean(path), clean(text)) for path, text in snippets],
+            clean(file_path),
+            clean(prefix),
+            clean(suffix),
+        )
 
     def render(
         self,
@@ -177,7 +210,7 @@ class PromptTemplate:
         suffix: str,
     ) -> str:
         """The prompt text: header, snippets in the order given, then the current file."""
-        return self.render_fn(repo_name, snippets, file_path, prefix, suffix)
+        return self.render_fn(*self._defused(repo_name, snippets, file_path, prefix, suffix))
 
     def snippet(self, path: str, text: str) -> str:
         """The exact text one snippet adds to `render`'s output (for its token cost).
@@ -186,7 +219,7 @@ class PromptTemplate:
         `count(render(..., prefix="", suffix=""))`, which stays cached while the snippets
         do not change; prefix and suffix add about their own `count_lines`.
         """
-        return self.snippet_fn(path, text)
+        return self.snippet_fn(self.defuse(path), self.defuse(text))
 
     def prompt(
         self,
@@ -198,7 +231,13 @@ class PromptTemplate:
         suffix: str,
     ) -> FimPrompt:
         """The rendered prompt with this template's stop strings and ids."""
-        text = self.render_fn(repo_name, snippets, file_path, prefix, suffix)
+        text = self.render(
+            repo_name=repo_name,
+            snippets=snippets,
+            file_path=file_path,
+            prefix=prefix,
+            suffix=suffix,
+        )
         return FimPrompt(text, prefix, suffix, self.stop, self.stop_token_ids)
 
     def with_tokenizer(self, counter: TokenCounter | None) -> PromptTemplate:

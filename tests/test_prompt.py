@@ -202,3 +202,27 @@ def test_qwen_stop_ids_match_the_real_tokenizer() -> None:
 )
 def test_path_comments_use_the_languages_line_comment(path: str, comment: str) -> None:
     assert path_comment(path) == comment
+
+
+@pytest.mark.parametrize("family", sorted(TEMPLATES))
+def test_special_tokens_in_code_cannot_steer_the_prompt(family: str) -> None:
+    """A file that contains a family's control strings (tokenizer code, prompt builders)
+    gets them broken, so only the template's own markers are control tokens."""
+    template = TEMPLATES[family]
+    hostile = " ".join(token.lstrip("▁") for token in (*template.stop_tokens, *template.stop))
+    clean = template.render(repo_name="r", file_path="a.py", prefix="x = 1\n", suffix="\n")
+    dirty = template.render(
+        repo_name="r",
+        snippets=[("b.py", f"S = '{hostile}'\n")],
+        file_path="a.py",
+        prefix=f"x = '{hostile}'\n",
+        suffix=f"\ny = '{hostile}'\n",
+    )
+    for token in {token.lstrip("▁") for token in (*template.stop_tokens, *template.stop)}:
+        # the template's own markers may add occurrences, the code adds none
+        own = template.render(
+            repo_name="r", snippets=[("b.py", "S = ''\n")], file_path="a.py", prefix="", suffix=""
+        )
+        assert dirty.count(token) == own.count(token), token
+    assert clean.count("\u200b") == 0
+    assert template.snippet("b.py", hostile).count("\u200b") >= 1
