@@ -70,6 +70,12 @@ class Suggestion:
     error: str | None = None
 
 
+JOIN_SLACK = 4
+"""Tokens kept free for the joins of prefix and suffix with the template's markers: the
+parts are counted apart, and a BPE tokenizer may split the joined text into a token more
+at each of the four joins."""
+
+
 def tokenizer_home(model: ModelInfo) -> str:
     """Where the model's tokenizer may be: the folder vLLM loaded it from, else its name."""
     if model.root and os.path.isabs(model.root):
@@ -78,14 +84,20 @@ def tokenizer_home(model: ModelInfo) -> str:
 
 
 def budget_for(settings: CompletionSettings, prompting: Prompting, ctx: CursorContext) -> Budget:
-    """The token budget of the context: the total less the template's own fixed parts."""
+    """The token budget of the context: the total less the template's own fixed parts.
+
+    Those are measured with one empty snippet, since some templates add parts only when
+    there are snippets (the current file's path comment in Code Llama's and Codestral's);
+    the empty snippet's own markers are then a few tokens to spare."""
     template, count = prompting.template, prompting.counter.count
-    bare = template.render(repo_name=ctx.repo_name, file_path=ctx.file_path, prefix="", suffix="")
+    bare = template.render(
+        repo_name=ctx.repo_name, snippets=[("", "")], file_path=ctx.file_path, prefix="", suffix=""
+    )
     return Budget(
         total=settings.context_tokens,
         suffix_share=settings.suffix_share,
         cross_file_share=settings.cross_file_share,
-        reserved=count(bare),
+        reserved=count(bare) + JOIN_SLACK,
     )
 
 
