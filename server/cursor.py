@@ -374,11 +374,6 @@ def parse(source: bytes, language: str, budget_s: float | None = None) -> Node |
         return None
 
 
-def analysed_languages() -> frozenset[str]:
-    """Languages whose names, types and imports are read; others get the text-only parts."""
-    return frozenset(_SYNTAX)
-
-
 # --- the analysis -----------------------------------------------------------------------------
 
 
