@@ -600,14 +600,15 @@ class ContextBuilder:
             definition = None
         return target.path, definition
 
+    def _record(self, path: str) -> FileRecord | None:
+        """The index's record of `path`; None without an index or for a file not in it."""
+        return self.index.records.get(path) if self.index is not None else None
+
     def _render_ahead(self, path: str, definition: Definition | None) -> int:
         """1 if a snippet was rendered now (it was not cached), else 0. Its tokens and
         lines, which the budget compares, are made with it."""
-        record = self.index.records.get(path) if self.index is not None else None
-        if record is None:
-            return 0
-        key = (path, record.digest, definition.qualified_name if definition else "")
-        if self._rendered.get(key) is not None:
+        record = self._record(path)
+        if record is None or self._rendered.get(_rendered_key(record, definition)) is not None:
             return 0
         rendered = self.render(path, definition)
         if rendered is None:
@@ -622,33 +623,31 @@ class ContextBuilder:
         text = self.texts.get(path)
         if text is not None:
             return text
-        index = self.index
-        record = index.records.get(path) if index is not None else None
-        if index is None or record is None or record.size > 2_000_000:
+        record = self._record(path)
+        if self.index is None or record is None or record.size > 2_000_000:
             return None
         try:
-            return (index.root / path).read_text(encoding="utf-8", errors="replace")
+            return (self.index.root / path).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             log.debug("cannot read %s: %s", path, exc)
             return None
 
     def _is_short(self, path: str) -> bool:
-        record = self.index.records.get(path) if self.index is not None else None
+        record = self._record(path)
         if record is None or record.size > SHORT_CHARS:
             return False
         lines = self.file_lines(path)
         return lines is not None and _is_short_file(lines)
 
     def file_defs(self, path: str) -> _FileDefs | None:
-        index = self.index
-        record = index.records.get(path) if index is not None else None
-        if index is None or record is None:
+        record = self._record(path)
+        if self.index is None or record is None:
             return None
         key = (path, record.digest)
         cached = self._defs.get(key)
         if cached is not None:
             return cached
-        outline = index.outline(path)
+        outline = self.index.outline(path)
         if outline is None:
             return None
         by_name: dict[str, Definition] = {}
@@ -663,9 +662,8 @@ class ContextBuilder:
         return self._defs.put(key, _FileDefs(outline.language, by_name, members, outline.imports))
 
     def file_lines(self, path: str) -> list[str] | None:
-        index = self.index
-        record = index.records.get(path) if index is not None else None
-        if index is None or record is None:
+        record = self._record(path)
+        if record is None:
             return None
         key = (path, record.digest)
         cached = self._lines.get(key)
@@ -678,11 +676,10 @@ class ContextBuilder:
 
     def render(self, path: str, definition: Definition | None) -> _Rendered | None:
         """The snippet text of a definition of `path`, or of the file's outline."""
-        index = self.index
-        record = index.records.get(path) if index is not None else None
+        record = self._record(path)
         if record is None:
             return None
-        key = (path, record.digest, definition.qualified_name if definition else "")
+        key = _rendered_key(record, definition)
         cached = self._rendered.get(key)
         if cached is not None:
             return cached
@@ -1060,6 +1057,11 @@ class _Request:
                 if _stem(d).endswith("/" + tail) or _stem(d).endswith(f"/{tail}/mod")
             ) or sorted(deps)
         return []
+
+
+def _rendered_key(record: FileRecord, definition: Definition | None) -> tuple[str, str, str]:
+    """A rendered snippet's cache key: the file's version and the definition shown."""
+    return (record.path, record.digest, definition.qualified_name if definition else "")
 
 
 def _digest(records: Mapping[str, FileRecord], path: str) -> str | None:
