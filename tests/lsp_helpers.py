@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -70,6 +71,30 @@ async def suggestion(client: LanguageClient, uri: str, position: types.Position)
 def logs(client: LanguageClient) -> str:
     """Everything the server wrote to the editor's log so far."""
     return "\n".join(message.message for message in client.log_messages)
+
+
+async def wait_for_log(client: LanguageClient, text: str, timeout: float = 5.0) -> str:
+    """The editor's log once it contains `text` (notifications arrive asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while text not in logs(client):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} not logged within {timeout}s; log:\n{logs(client)}")
+        await asyncio.sleep(0.02)
+    return logs(client)
+
+
+def partial_change(
+    uri: str, version: int, start: types.Position, end: types.Position, text: str
+) -> types.DidChangeTextDocumentParams:
+    """An incremental didChange replacing start..end with `text`."""
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[
+            types.TextDocumentContentChangePartial(
+                range=types.Range(start=start, end=end), text=text
+            )
+        ],
+    )
 
 
 HEADER = re.compile(rb"Content-Length: (\d+)\r\n(?:Content-Type: [^\r\n]+\r\n)?\r\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from concurrent.futures import Future
 from pathlib import Path
@@ -26,8 +25,10 @@ from lsp_helpers import (
     inline_items,
     logs,
     open_document,
+    partial_change,
     spawned_server,
     suggestion,
+    wait_for_log,
 )
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -52,16 +53,6 @@ async def still_serving(client: LanguageClient, uri: str) -> None:
     """A normal completion on the canary document still gets the model's text."""
     _, position = cursor_at(CANARY_DOC)
     assert await suggestion(client, uri, position) == CANARY
-
-
-async def wait_for_log(client: LanguageClient, text: str, timeout: float = 5.0) -> str:
-    """The editor's log once it contains `text` (notifications arrive asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while text not in logs(client):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{text!r} not logged within {timeout}s; log:\n{logs(client)}")
-        await asyncio.sleep(0.02)
-    return logs(client)
 
 
 def inline_params(uri: str, position: dict[str, Any]) -> dict[str, Any]:
@@ -186,23 +177,9 @@ def python_source(size: int) -> tuple[str, int]:
     return "".join(parts) + "TAIL = 1\n", count * 4 + 1
 
 
-def edit(
-    uri: str, version: int, start: types.Position, end: types.Position, text: str
-) -> types.DidChangeTextDocumentParams:
-    """An incremental didChange replacing start..end with `text`."""
-    return types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[
-            types.TextDocumentContentChangePartial(
-                range=types.Range(start=start, end=end), text=text
-            )
-        ],
-    )
-
-
 def insert(uri: str, version: int, line: int, text: str) -> types.DidChangeTextDocumentParams:
     here = types.Position(line=line, character=0)
-    return edit(uri, version, here, here, text)
+    return partial_change(uri, version, here, here, text)
 
 
 async def test_a_10_mb_document_gets_no_completion_and_one_log_line(
@@ -224,7 +201,7 @@ async def test_a_10_mb_document_gets_no_completion_and_one_log_line(
 
     # the edits were applied where they were made: cut it down to its first and last lines
     start, end = types.Position(line=1, character=0), types.Position(line=lines + 1, character=0)
-    vscode.text_document_did_change(edit(uri, 5, start, end, ""))
+    vscode.text_document_did_change(partial_change(uri, 5, start, end, ""))
     assert await suggestion(vscode, uri, types.Position(line=2, character=8)) == CANARY
     assert fake.events()[-1]["prompt"].endswith(
         "<|fim_prefix|>HEAD = 0\nEND = 9\nTAIL = 1<|fim_suffix|>\n<|fim_middle|>"
@@ -435,7 +412,7 @@ async def test_positions_count_utf16_units_around_non_bmp_characters(
 
     # an edit addressed in UTF-16 lands after the emoji, not inside it
     after_emoji = types.Position(line=1, character=utf16_units('pair = ("𝄞😀'))
-    vscode.text_document_did_change(edit(uri, 2, after_emoji, after_emoji, "ü"))
+    vscode.text_document_did_change(partial_change(uri, 2, after_emoji, after_emoji, "ü"))
     position = types.Position(line=1, character=utf16_units(before) + 1)
     assert await suggestion(vscode, uri, position) == CANARY
     edited = 'pair = ("𝄞😀ü", <|fim_suffix|>"🎉")\n<|fim_middle|>'

@@ -7,10 +7,11 @@ reading the editor's output would.
 from __future__ import annotations
 
 import asyncio
-import time
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import lsp_helpers
 import pytest_lsp
 from conftest import CONFIG, fast_settings, start_session
 from fake_openai import FakeBackend
@@ -35,12 +36,8 @@ async def editor(
     await lsp_client.shutdown_session()
 
 
-async def wait_for_log(client: LanguageClient, text: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in logs(client):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no log line with {text!r}; the log:\n{logs(client)}")
-        await asyncio.sleep(0.05)
+wait_for_log = functools.partial(lsp_helpers.wait_for_log, timeout=10.0)
+"""Updates wait for the buffer debounce and, at first, the end of indexing."""
 
 
 def edit(client: LanguageClient, uri: str, version: int, text: str) -> None:

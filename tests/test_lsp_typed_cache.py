@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import CONFIG, fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, suggestion
+from lsp_helpers import cursor_at, logs, open_document, partial_change, suggestion
 from lsprotocol import types
 from pytest_lsp import LanguageClient, fixture
 
@@ -39,16 +39,7 @@ class Editor:
     def _send(self, start: types.Position, end: types.Position, text: str) -> None:
         self.version += 1
         self.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(
-                    uri=self.uri, version=self.version
-                ),
-                content_changes=[
-                    types.TextDocumentContentChangePartial(
-                        range=types.Range(start=start, end=end), text=text
-                    )
-                ],
-            )
+            partial_change(self.uri, self.version, start, end, text)
         )
 
     def type(self, chars: str) -> None:
