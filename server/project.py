@@ -118,12 +118,16 @@ class ProjectCache:
         return {path: root.index for path, root in self.roots.items()}
 
     def locate(self, path: Path) -> Place | None:
-        """The indexed root holding `path`, and its path relative to that root."""
-        for candidate in (path, path.resolve()):
-            for root in self.roots.values():
-                for base in (root.path, root.index.root):
-                    if candidate.is_relative_to(base):
-                        return Place(root, candidate.relative_to(base).as_posix())
+        """The indexed root holding `path`, and its path relative to that root. Called on
+        every request, so the path is resolved (a syscall per component) only when it is
+        not under a root as given."""
+        return self._place(path) or self._place(path.resolve())
+
+    def _place(self, path: Path) -> Place | None:
+        for root in self.roots.values():
+            for base in (root.path, root.index.root):
+                if path.is_relative_to(base):
+                    return Place(root, path.relative_to(base).as_posix())
         return None
 
     def activate(self, path: Path, prepare: bool = False) -> None:
