@@ -55,7 +55,23 @@ class BackendSettings(_Section):
         2_000, ge=50, le=300_000, description="Longest wait for the first streamed chunk."
     )
     chunk_gap_ms: int = Field(
-        800, ge=50, le=300_000, description="Longest silence between two streamed chunks."
+        800,
+        ge=50,
+        le=300_000,
+        description="Longest silence between two streamed chunks before the stream is "
+        "resumed (500-1200 suits a GPU; more for a slow CPU backend).",
+    )
+    max_retries: int = Field(
+        3, ge=0, le=10, description="Resumes of a broken stream before giving up."
+    )
+    retry_backoff_ms: int = Field(
+        50, ge=0, le=10_000, description="First wait before a resume; doubles, with jitter."
+    )
+    resume_overlap_tokens: int = Field(
+        4, ge=1, le=64, description="Tokens a resumed stream regenerates to verify the splice."
+    )
+    min_valid_tokens: int = Field(
+        3, ge=1, le=8, description="Tokens rolled back before corrupt output, at least."
     )
     total_timeout_ms: int = Field(
         6_000, ge=100, le=600_000, description="Longest a whole completion may take."
