@@ -1,19 +1,25 @@
-"""The LSP4IJ user-defined language server template in clients/jetbrains/template/.
+"""The JetBrains client: the LSP4IJ template and the plugin project in clients/jetbrains/.
 
-Its JSON is checked (LSP4IJ's template shape, settings against the schema, the schema
-against the pydantic model it is generated from), and its command is run as LSP4IJ runs
-it: the process that `programArgs` names, initialized with initializationOptions.json,
+The template's JSON is checked (LSP4IJ's template shape, settings against the schema, the
+schema against the pydantic model it is generated from), and its command is run as LSP4IJ
+runs it: the process that `programArgs` names, initialized with initializationOptions.json,
 answering workspace/configuration from settings.json, with documents mapped to the
 languageId its fileTypeMappings give. The fake model stands behind it.
+
+The plugin cannot be built here (its Gradle build needs JetBrains' repositories), so only
+what can be checked without them is: plugin.xml against its Kotlin class, its file
+mappings against the template's, the build script against its properties.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shlex
 import shutil
 import sys
+import xml.etree.ElementTree as ElementTree
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +37,7 @@ from server.config import SettingsError, load_settings
 from server.settings_schema import render, section_schema
 
 TEMPLATE = ROOT / "clients" / "jetbrains" / "template"
+PLUGIN = ROOT / "clients" / "jetbrains" / "plugin"
 
 TEMPLATE_SHAPE = {
     "type": "object",
@@ -246,3 +253,42 @@ async def test_the_template_command_serves_a_completion(
     assert "invalid" not in log and "ignored" not in log, log
     request = fake.events()[-1]
     assert request["completed"] and request["rule_index"] == 0
+
+
+LSP4IJ = "com.redhat.devtools.lsp4ij"
+
+
+def test_plugin_xml_declares_the_server_on_lsp4ij_and_its_class_exists() -> None:
+    plugin = ElementTree.parse(PLUGIN / "src/main/resources/META-INF/plugin.xml").getroot()
+    assert LSP4IJ in [d.text for d in plugin.iter("depends")]
+    (extensions,) = [e for e in plugin.iter("extensions") if e.get("defaultExtensionNs") == LSP4IJ]
+    (server,) = extensions.iter("server")
+    assert server.get("id") == "headstart"
+    package, _, name = (server.get("factoryClass") or "").rpartition(".")
+    sources = [p.read_text() for p in (PLUGIN / "src/main/kotlin").rglob("*.kt")]
+    assert any(
+        f"package {package}\n" in source
+        and re.search(rf"^class {name}\b.*: LanguageServerFactory", source, re.M)
+        for source in sources
+    ), f"no Kotlin class {package}.{name} implementing LanguageServerFactory"
+
+
+def test_plugin_maps_the_same_files_to_the_same_language_ids_as_the_template() -> None:
+    plugin = ElementTree.parse(PLUGIN / "src/main/resources/META-INF/plugin.xml").getroot()
+    mappings = list(plugin.iter("fileNamePatternMapping"))
+    assert {m.get("serverId") for m in mappings} == {"headstart"}
+    in_plugin = {m.get("languageId"): m.get("patterns", "").split(";") for m in mappings}
+    in_template = {
+        m["languageId"]: m["fileType"]["patterns"]
+        for m in load("template.json")["fileTypeMappings"]
+    }
+    assert in_plugin == in_template
+
+
+def test_every_gradle_property_the_build_reads_is_defined() -> None:
+    build = (PLUGIN / "build.gradle.kts").read_text()
+    read = set(re.findall(r'gradleProperty\("([^"]+)"\)', build))
+    lines = (PLUGIN / "gradle.properties").read_text().splitlines()
+    defined = {line.split("=", 1)[0].strip() for line in lines if "=" in line and line[0] != "#"}
+    assert read and read <= defined, read - defined
+    assert f'plugin("{LSP4IJ}"' in build
