@@ -69,7 +69,10 @@ class Suggestion:
     text: str
     mode: Mode
     timings_ms: dict[str, float] = field(default_factory=dict)
+    """Milliseconds per stage: model_info, context (build and render the prompt), queue
+    (waiting for a request slot), first_chunk, stream, filters, total."""
     error: str | None = None
+    resumes: int = 0
 
 
 JOIN_SLACK = 4
@@ -155,6 +158,14 @@ class Completer:
     def __init__(self, backend: CompletionBackend) -> None:
         self.backend = backend
         self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
+        self._slots: tuple[int, asyncio.Semaphore] | None = None
+
+    def slots(self, limit: int) -> asyncio.Semaphore:
+        """The global cap on model requests in flight, across documents (each document
+        has at most one already: a newer request cancels the older)."""
+        if self._slots is None or self._slots[0] != limit:
+            self._slots = (limit, asyncio.Semaphore(limit))
+        return self._slots[1]
 
     async def prompting(self, settings: CompletionSettings) -> Prompting:
         """The template and token counter for the served model; the tokenizer is loaded
@@ -176,18 +187,27 @@ class Completer:
         except BackendError as exc:  # the stream would fail the same way: say so once
             log.warning("backend: %s", exc)
             return Suggestion(text="", mode=Mode.LINE, error=str(exc))
+        planned = time.perf_counter()
         request, shape = plan_request(ctx, settings, prompting)
-        stats = StreamStats()
-        prompt_ms = (stats.started - started) * 1000
         decode = prompting.counter.decode if prompting.counter.exact else None
-        text, error = await self._stream_until_stop(request, shape, stats, decode)
+        queued = time.perf_counter()
+        async with self.slots(settings.max_concurrent_requests):
+            stats = StreamStats()
+            text, error = await self._stream_until_stop(request, shape, stats, decode)
+        streamed = time.perf_counter()
         text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
+        finished = time.perf_counter()
         suggestion = Suggestion(text=text, mode=shape.mode, error=error)
         suggestion.timings_ms = {
-            "prompt": prompt_ms,
+            "model_info": (planned - started) * 1000,
+            "context": (queued - planned) * 1000,
+            "queue": (stats.started - queued) * 1000,
             "first_chunk": (stats.first_chunk or 0.0) * 1000,
-            "total": (time.perf_counter() - started) * 1000,
+            "stream": (streamed - stats.started) * 1000,
+            "filters": (finished - streamed) * 1000,
+            "total": (finished - started) * 1000,
         }
+        suggestion.resumes = stats.resumes
         return suggestion
 
     async def _stream_until_stop(

@@ -100,6 +100,9 @@ class CompletionSettings(_Section):
     temperature: float = Field(
         0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy."
     )
+    max_concurrent_requests: int = Field(
+        16, ge=1, le=1024, description="Model requests in flight at once, all documents."
+    )
     max_file_bytes: int = Field(
         2_000_000, ge=1_000, description="Larger documents get no completions."
     )

@@ -237,8 +237,14 @@ class HeadstartServer(LanguageServer):
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
+            resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
             log.debug(
-                "%s %s: %d chars (%s)", uri, suggestion.mode.value, len(suggestion.text), timings
+                "%s %s: %d chars (%s%s)",
+                uri,
+                suggestion.mode.value,
+                len(suggestion.text),
+                timings,
+                resumed,
             )
         return suggestion
 

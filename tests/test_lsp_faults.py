@@ -137,6 +137,24 @@ FAULTS = [
 ]
 
 
+def open_faulty(
+    client: LanguageClient,
+    fake: FakeBackend,
+    workspace: Path,
+    document: str,
+    fault: dict[str, Any],
+) -> tuple[str, types.Position, str, str]:
+    """Script `fault` (the default text answers everything else) and open the document:
+    its URI, the cursor, the model's whole text and the suggestion it makes."""
+    full_text, full_suggestion = (
+        (LINE_TEXT, LINE_SUGGESTION) if document == LINE else (BLOCK_TEXT, BLOCK_SUGGESTION)
+    )
+    fake.script([{**fault, "text": full_text}], default_text=full_text)
+    text, position = cursor_at(document)
+    uri = open_document(client, workspace / "faulty.py", text)
+    return uri, position, full_text, full_suggestion
+
+
 @pytest.mark.parametrize(("document", "fault", "expected", "logged", "closed_by"), FAULTS)
 async def test_a_fault_that_persists_gives_an_empty_or_salvaged_result(
     vscode: LanguageClient,
@@ -151,12 +169,9 @@ async def test_a_fault_that_persists_gives_an_empty_or_salvaged_result(
     """Every attempt fails the same way: the resumes run out (or the total timeout does),
     whatever complete lines came are kept, and the next request works once the backend
     does."""
-    full_text, full_suggestion = (
-        (LINE_TEXT, LINE_SUGGESTION) if document == LINE else (BLOCK_TEXT, BLOCK_SUGGESTION)
+    uri, position, full_text, full_suggestion = open_faulty(
+        vscode, fake, workspace, document, fault
     )
-    fake.script([{**fault, "text": full_text}], default_text=full_text)
-    text, position = cursor_at(document)
-    uri = open_document(vscode, workspace / "faulty.py", text)
 
     assert await timed_suggestion(vscode, uri, position) == expected
 
@@ -190,12 +205,9 @@ async def test_a_fault_once_is_resumed_into_the_whole_suggestion(
     """The fault happens once (`times: 1`): the stream is resumed within the same request
     and the user gets exactly what an unbroken stream gives. A stream cut after some
     chunks is continued from token ids: the original prompt's plus the kept ones."""
-    full_text, full_suggestion = (
-        (LINE_TEXT, LINE_SUGGESTION) if document == LINE else (BLOCK_TEXT, BLOCK_SUGGESTION)
+    uri, position, _, full_suggestion = open_faulty(
+        vscode, fake, workspace, document, {**fault, "times": 1}
     )
-    fake.script([{**fault, "text": full_text, "times": 1}], default_text=full_text)
-    text, position = cursor_at(document)
-    uri = open_document(vscode, workspace / "faulty.py", text)
 
     assert await timed_suggestion(vscode, uri, position) == full_suggestion
 
