@@ -490,9 +490,7 @@ class _Classifier:
 
     def import_from(self, node: Node, scope: _Scope) -> None:
         module = node.child_by_field_name("module_name")
-        if module is not None:
-            for part in _identifiers(module):
-                self.emit(part, "namespace")
+        from_project = False
         for imported in node.children_by_field_name("name"):
             dotted = _imported_name(imported)
             alias = imported.child_by_field_name("alias")
@@ -502,6 +500,7 @@ class _Classifier:
             local = _text(alias) if alias is not None else name
             known = self.project.names.get(local)
             if known is not None:
+                from_project = True
                 kind = known.kind
                 modifiers = {CROSS_FILE} | ({"readonly"} if known.readonly else set())
             else:
@@ -513,6 +512,9 @@ class _Classifier:
                 self.emit(part, kind, modifiers)
             if alias is not None:
                 self.emit(alias, kind, modifiers | {"declaration"})
+        if module is not None:  # a project module when what it gives is from the project
+            for part in _identifiers(module):
+                self.emit(part, "namespace", (CROSS_FILE,) if from_project else ())
 
     # resolution ---------------------------------------------------------------------------
 
