@@ -702,10 +702,55 @@ def validate(
             f"the model's answer breaks the code after {target.label} (an unclosed string "
             "or bracket?)"
         )
+    if language == "python":
+        misaligned = _misaligned(after, new_span)
+        if misaligned is not None:
+            row = after.data.count(b"\n", new_span[0], misaligned) + 1
+            raise RefactorError(
+                f"the model's answer does not keep the indentation of {target.label}: its "
+                f"line {row} is not aligned with the statements of its block"
+            )
     old_nodes = _within(before.root, *old_span)
     new_nodes = _within(after.root, *new_span)
     _check_kind(kind, target, language, old_nodes, new_nodes)
     return Replacement(target.start, target.end, code)
+
+
+def _misaligned(tree: _Tree, span: tuple[int, int]) -> int | None:
+    """Where a Python statement of the span starts at another column than the other
+    statements of its block (tree-sitter accepts a dedent to a level no block opened,
+    Python does not): its byte offset, or None."""
+    assert tree.root is not None
+    checked: set[int] = set()
+    for node in _within(tree.root, *span):
+        parents = [node.parent] if node.parent is not None else []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type in ("block", "module"):
+                parents.append(current)
+            stack.extend(current.named_children)
+        for parent in parents:
+            if parent.id in checked:
+                continue
+            checked.add(parent.id)
+            columns: set[int] = set()
+            for child in parent.named_children:
+                if "comment" in child.type or not _starts_line(tree.data, child.start_byte):
+                    continue
+                columns.add(child.start_point[1])
+                if len(columns) > 1 and span[0] <= child.start_byte < span[1]:
+                    return child.start_byte
+            if len(columns) > 1:
+                inside = [c for c in parent.named_children if span[0] <= c.start_byte < span[1]]
+                if inside:
+                    return inside[0].start_byte
+    return None
+
+
+def _starts_line(data: bytes, offset: int) -> bool:
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return not data[line_start:offset].strip()
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
