@@ -12,12 +12,13 @@ few milliseconds on large workspaces.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
 from cache.model import Definition
 from server.context import ContextBuilder
-from server.cursor import analyse, chain_before
+from server.cursor import analyse, chain_before, file_imports
 
 _IDENT: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 MAX_DOC_CHARS: Final = 1200
@@ -55,23 +56,32 @@ def identifier_at(text: str, offset: int) -> tuple[int, int] | None:
 
 
 def hover_at(
-    builder: ContextBuilder, file_path: str, text: str, offset: int, language: str | None
+    builder: ContextBuilder,
+    file_path: str,
+    text: str,
+    offset: int,
+    language: str | None,
+    quick: bool = True,
 ) -> HoverInfo | None:
     """The definition in another project file that the name at `offset` resolves to, or
-    None (no name there, a name in a comment or string, or one not from another file)."""
+    None (no name there, a name in a comment or string, or one not from another file).
+    With `quick`, names that cannot resolve (`may_resolve`) are answered without the
+    cursor analysis, which is most of a hover's cost."""
     if builder.index is None:
         return None
     span = identifier_at(text, offset)
     if span is None:
         return None
     start, end = span
-    cursor = analyse(text, end, language)
-    if cursor.in_prose:
-        return None
     objects, word, after_dot = chain_before(text, end, language)
     if not word:
         return None
     chain = (*objects, word) if after_dot else (word,)
+    if quick and not may_resolve(chain, text, language):
+        return None
+    cursor = analyse(text, end, language)
+    if cursor.in_prose:
+        return None
     target = builder.resolve(file_path, text, cursor, chain)
     if target is None or target.path == file_path:
         return None
@@ -79,6 +89,39 @@ def hover_at(
     qualified = definition.qualified_name if definition is not None else ""
     shown = builder.shown_in_context(file_path, target.path, qualified)
     return HoverInfo(start, end, chain, target.path, definition, shown)
+
+
+_TYPED_BY_DECLARATION: Final = frozenset({"python", "typescript", "tsx", "javascript"})
+"""Languages whose local types (`ContextBuilder.resolve` reads them from the cursor
+analysis) come only from declarations that write the name before `:` or `=`, or after
+`as` (`x = Repo()`, `x: Repo`, `with open() as x`, `const x = new Repo()`)."""
+
+
+def may_resolve(chain: tuple[str, ...], text: str, language: str | None) -> bool:
+    """False only where the builder's resolution of `chain` in `text` must find nothing:
+    its first name is not `self`/`this`/`cls`, not imported (nor a dotted import's
+    start), the file imports no `*`, and no declaration in the file can give the name a
+    local type. Names like that — locals, builtins, words in comments — are most of what a
+    mouse passes over."""
+    if language not in _TYPED_BY_DECLARATION:
+        return True
+    head = chain[0]
+    if head in ("self", "cls", "this"):
+        return True
+    imports = file_imports(text, language)
+    if imports.star or any(
+        local == head or local.startswith(f"{head}.") for local in imports.bindings
+    ):
+        return True
+    escaped = re.escape(head)
+    # literal first, so that the regex engine skips ahead to the name; the character
+    # before it is checked here (a lookbehind first would try every position)
+    for pattern in (rf"{escaped}[ \t]*\??[ \t]*(?::(?!:)|=(?!=))", rf"as[ \t]+{escaped}\b"):
+        for match in re.finditer(pattern, text):
+            before = text[match.start() - 1] if match.start() else " "
+            if not (before.isalnum() or before in "_.$"):
+                return True
+    return False
 
 
 def render(info: HoverInfo, language: str | None, markdown: bool, link: str | None) -> str:
