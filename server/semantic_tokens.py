@@ -332,15 +332,14 @@ class _Classifier:
             return
         if kind == "type":
             in_type = True
-        for child in node.children:
-            if child.is_named:
-                self.visit(child, scope, in_type)
+        for child in node.named_children:
+            self.visit(child, scope, in_type)
 
     def function(self, node: Node, scope: _Scope) -> None:
         name = node.child_by_field_name("name")
         is_async = any(child.type == "async" for child in node.children[:2])
         own = _Scope("function", scope)
-        for child in node.children:
+        for child in node.named_children:
             if child.type == "decorator":
                 self.visit(child, scope)
         if name is not None:
