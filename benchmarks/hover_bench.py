@@ -50,6 +50,7 @@ from server.semantic_tokens import (  # noqa: E402
     encode,
     project_names,
 )
+from server.trees import DocumentTrees  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -155,7 +156,7 @@ def time_tokens(index: ProjectIndex, files: list[str], rounds: int, seed: int) -
     counts = []
     for round_ in range(rounds):
         for path, text in sized:
-            store = DocumentTokens()
+            store = DocumentTokens(DocumentTrees())
             uri = f"file:///{path}#{round_}"
             started, started_cpu = time.perf_counter(), time.thread_time()
             names = project_names(builder, path, text)

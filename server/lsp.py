@@ -35,6 +35,7 @@ from server.semantic_tokens import FULL_LEGEND, DocumentTokens
 from server.stops import Mode
 from server.suggestion_cache import SuggestionCache
 from server.sync import WorkspaceSync
+from server.trees import DocumentTrees
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
@@ -60,7 +61,8 @@ class HeadstartServer(LanguageServer):
         self.project = ProjectCache()
         self.sync = WorkspaceSync(self.project)
         self._indexing: asyncio.Task[None] | None = None
-        self.semantic_tokens = DocumentTokens()
+        self.trees = DocumentTrees()
+        self.semantic_tokens = DocumentTokens(self.trees)
         self.legend = FULL_LEGEND
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
@@ -372,6 +374,7 @@ def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> 
     ls.skipped_documents.discard(params.text_document.uri)
     ls.shown.forget(params.text_document.uri)
     ls.semantic_tokens.forget(params.text_document.uri)
+    ls.trees.forget(params.text_document.uri)
     path = uri_to_path(params.text_document.uri)
     if path is not None:
         ls.sync.closed(path)
@@ -454,8 +457,10 @@ def identifier_before(text: str, offset: int) -> str:
     types.TEXT_DOCUMENT_CODE_ACTION,
     types.CodeActionOptions(code_action_kinds=list(ACTION_KINDS.values()), resolve_provider=True),
 )
-def code_action(ls: HeadstartServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    return features.code_actions(ls, params)
+async def code_action(
+    ls: HeadstartServer, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    return await features.code_actions(ls, params)
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)

@@ -126,8 +126,11 @@ def _digest(text: str) -> str:
 # --- code actions -------------------------------------------------------------------------------
 
 
-def code_actions(ls: HeadstartServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """The refactorings at the range, listed without calling the model."""
+async def code_actions(
+    ls: HeadstartServer, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    """The refactorings at the range, listed without calling the model. Editors ask on
+    every cursor move: the document's tree is re-parsed incrementally, off the event loop."""
     document = document_of(ls, params.text_document.uri)
     start, end = offsets(document, params.range)
     only = params.context.only
@@ -135,7 +138,15 @@ def code_actions(ls: HeadstartServer, params: types.CodeActionParams) -> list[ty
     code_action = capability.code_action if capability else None
     can_disable = bool(code_action and code_action.disabled_support)
     text = document.source
-    found = refactor.offers(text, language_of(document), start, end, ls.settings.refactor.max_lines)
+    language = language_of(document)
+    max_lines = ls.settings.refactor.max_lines
+
+    def listed() -> list[refactor.Offer]:
+        tree = ls.trees.tree(document.uri, text, language) if language else None
+        root = tree.root_node if tree is not None else None
+        return refactor.offers(text, language, start, end, max_lines, root)
+
+    found = await asyncio.to_thread(listed)
     actions = []
     for offer in found:
         kind = refactor.ACTION_KINDS[offer.kind]
@@ -185,7 +196,7 @@ async def resolve_code_action(ls: HeadstartServer, action: types.CodeAction) -> 
     text = document.source
     target = None
     if document.version == version or version is None:
-        target = refactor.target_for(text, language_of(document), kind, start, end)
+        target = _target(ls, document, kind, start, end)
     if target is None or _digest(text[target.start : target.end]) != digest:
         raise _failed(
             ls, "the code changed since this action was offered; ask for code actions again"
@@ -222,8 +233,7 @@ async def rewrite_command(ls: HeadstartServer, arguments: tuple[Any, ...]) -> di
         ) from None
     document = document_of(ls, uri)
     start, end = offsets(document, range_)
-    language = language_of(document)
-    target = refactor.target_for(document.source, language, RefactorKind.REWRITE, start, end)
+    target = _target(ls, document, RefactorKind.REWRITE, start, end)
     if target is None:
         raise _failed(ls, "there is no function, class or selected code to rewrite here")
     title = f"Headstart: rewrite {target.label}"
@@ -239,6 +249,15 @@ async def rewrite_command(ls: HeadstartServer, arguments: tuple[Any, ...]) -> di
         reason = result.failure_reason or "no reason given"
         raise _failed(ls, f"the editor did not apply the rewrite: {reason}")
     return {"applied": True}
+
+
+def _target(
+    ls: HeadstartServer, document: TextDocument, kind: RefactorKind, start: int, end: int
+) -> Target | None:
+    language = language_of(document)
+    tree = ls.trees.tree(document.uri, document.source, language) if language else None
+    root = tree.root_node if tree is not None else None
+    return refactor.target_for(document.source, language, kind, start, end, root)
 
 
 def _failed(

@@ -205,11 +205,11 @@ def _lines_target(text: str, start: int, end: int, what: str = "lines", name: st
 class _Tree:
     """One parse of the document, and offsets converted between `str` and bytes."""
 
-    def __init__(self, text: str, language: str) -> None:
+    def __init__(self, text: str, language: str, root: Node | None = None) -> None:
         self.text = text
         self.data = text.encode("utf-8", "surrogatepass")
         self.ascii = len(self.data) == len(text)
-        self.root = parse(self.data, language)
+        self.root = root if root is not None else parse(self.data, language)
 
     def byte(self, offset: int) -> int:
         return offset if self.ascii else len(self.text[:offset].encode("utf-8", "surrogatepass"))
@@ -296,12 +296,14 @@ def offers(
     start: int,
     end: int,
     max_lines: int,
+    root: Node | None = None,
 ) -> list[Offer]:
     """The refactorings for a selection `start`..`end` (`str` offsets; equal for a bare
-    cursor), without calling the model. A selection within one line counts as a cursor."""
+    cursor), without calling the model. A selection within one line counts as a cursor.
+    `root` is the text's parse, when the caller keeps one (`server.trees`)."""
     if language is None or language not in _DEFINITIONS:
         return []
-    tree = _Tree(text, language)
+    tree = _Tree(text, language, root)
     if tree.root is None:
         return []
     selection = _is_line_selection(text, start, end)
@@ -335,10 +337,15 @@ def offers(
 
 
 def target_for(
-    text: str, language: str | None, kind: RefactorKind, start: int, end: int
+    text: str,
+    language: str | None,
+    kind: RefactorKind,
+    start: int,
+    end: int,
+    root: Node | None = None,
 ) -> Target | None:
     """The target the offer of `kind` at `start`..`end` had (found again at resolve)."""
-    for offer in offers(text, language, start, end, max_lines=1 << 30):
+    for offer in offers(text, language, start, end, max_lines=1 << 30, root=root):
         if offer.kind == kind:
             return offer.target
     return None

@@ -16,9 +16,8 @@ identifier of a Python file, LSP-free:
   left out; the custom modifier is always announced (clients ignore what they do not know).
 - `encode` turns tokens into LSP's relative integer form in the negotiated position
   encoding; `delta` diffs two encodings into one edit.
-- `DocumentTokens` keeps each document's last tree and result: a later request re-parses
-  incrementally (the edit is found by comparing the texts, so no didChange hook is needed)
-  and answers `full/delta` against the previous result id.
+- `DocumentTokens` keeps each document's last result, so `full/delta` answers against
+  the previous result id; the trees come from `server.trees` (incremental re-parses).
 
 Other languages get no tokens yet (`classify` returns None).
 """
@@ -28,15 +27,15 @@ from __future__ import annotations
 import builtins
 import itertools
 import re
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from tree_sitter import Node, Tree
+from tree_sitter import Node
 
 from server.context import CLASS_KINDS, ContextBuilder
-from server.cursor import analyse, file_imports, parser_for
+from server.cursor import analyse, file_imports
+from server.trees import DocumentTrees
 
 TOKEN_TYPES: Final = (
     "namespace",
@@ -700,58 +699,19 @@ def apply_delta(old: Sequence[int], edits: Iterable[tuple[int, int, Sequence[int
 
 
 @dataclass(slots=True)
-class _Parsed:
-    source: bytes
-    tree: Tree
-
-
-@dataclass(slots=True)
 class Result:
     result_id: str
     data: list[int]
 
 
-def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """Where `new` differs from `old`: (start, old end, new end), found by bisection on
-    slices so the comparisons run at C speed."""
-    limit = min(len(old), len(new))
-    low, high = 0, limit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if old[:middle] == new[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    start = low
-    low, high = 0, limit - start
-    while low < high:
-        middle = (low + high + 1) // 2
-        if old[len(old) - middle :] == new[len(new) - middle :]:
-            low = middle
-        else:
-            high = middle - 1
-    return start, len(old) - low, len(new) - low
-
-
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    row = data.count(b"\n", 0, offset)
-    return row, offset - (data.rfind(b"\n", 0, offset) + 1)
-
-
 class DocumentTokens:
-    """Each open document's last parse and last result, for incremental re-parses and
-    deltas. `tokens` may run in a worker thread; one document at a time (a lock each)."""
+    """Each open document's last result, for `full/delta`; its trees come from
+    `DocumentTrees` (incremental re-parses). `tokens` may run in a worker thread."""
 
-    def __init__(self) -> None:
-        self._parsed: dict[str, _Parsed] = {}
+    def __init__(self, trees: DocumentTrees) -> None:
+        self.trees = trees
         self._results: dict[str, Result] = {}
-        self._locks: dict[str, threading.Lock] = {}
         self._counter = itertools.count(1)
-        self._guard = threading.Lock()
-
-    def _lock(self, uri: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(uri, threading.Lock())
 
     def tokens(
         self, uri: str, text: str, language: str, project: ProjectNames
@@ -759,29 +719,8 @@ class DocumentTokens:
         """The tokens of `text`; None for a language without support."""
         if language not in SUPPORTED_LANGUAGES:
             return None
-        parser = parser_for(language)
-        if parser is None:
-            return None
-        source = text.encode("utf-8", "surrogatepass")
-        with self._lock(uri):
-            old = self._parsed.get(uri)
-            if old is not None and old.source == source:
-                tree = old.tree
-            elif old is not None:
-                start, old_end, new_end = _edit_span(old.source, source)
-                old.tree.edit(
-                    start_byte=start,
-                    old_end_byte=old_end,
-                    new_end_byte=new_end,
-                    start_point=_point(old.source, start),
-                    old_end_point=_point(old.source, old_end),
-                    new_end_point=_point(source, new_end),
-                )
-                tree = parser.parse(source, old.tree)
-            else:
-                tree = parser.parse(source)
-            self._parsed[uri] = _Parsed(source, tree)
-            return classify(tree.root_node, project)
+        tree = self.trees.tree(uri, text, language)
+        return classify(tree.root_node, project) if tree is not None else None
 
     def remember(self, uri: str, data: list[int]) -> Result:
         """Keep `data` as the document's latest result, under a new id."""
@@ -794,7 +733,4 @@ class DocumentTokens:
         return result if result is not None and result.result_id == result_id else None
 
     def forget(self, uri: str) -> None:
-        self._parsed.pop(uri, None)
         self._results.pop(uri, None)
-        with self._guard:
-            self._locks.pop(uri, None)
