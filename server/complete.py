@@ -24,10 +24,12 @@ from server.backend import (
     ModelInfo,
     StreamStats,
 )
-from server.config import CompletionSettings
+from server.config import BackendSettings, CompletionSettings
 from server.context import Budget, ContextBuilder
 from server.prompt import PromptTemplate, choose_template
+from server.resume import Decode, ResumePolicy, resumable_stream
 from server.stops import CursorShape, Mode, apply_stops, salvage
+from server.syntax_check import keep_parsing
 from server.tokens import TokenCounter, load_token_counter
 
 log = logging.getLogger(__name__)
@@ -140,6 +142,13 @@ def plan_request(
     return request, shape
 
 
+def finish_text(raw: str, shape: CursorShape, text: str, offset: int, language: str | None) -> str:
+    """A whole stream's text as the user sees it: cut by the stop rules, then checked not
+    to break a file that parsed."""
+    kept = apply_stops(raw, shape, final=True)[0]
+    return keep_parsing(text, offset, kept, language)
+
+
 class Completer:
     """Builds the prompt, streams from the backend, applies the stop rules."""
 
@@ -170,7 +179,9 @@ class Completer:
         request, shape = plan_request(ctx, settings, prompting)
         stats = StreamStats()
         prompt_ms = (stats.started - started) * 1000
-        text, error = await self._stream_until_stop(request, shape, stats)
+        decode = prompting.counter.decode if prompting.counter.exact else None
+        text, error = await self._stream_until_stop(request, shape, stats, decode)
+        text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
         suggestion = Suggestion(text=text, mode=shape.mode, error=error)
         suggestion.timings_ms = {
             "prompt": prompt_ms,
@@ -180,16 +191,23 @@ class Completer:
         return suggestion
 
     async def _stream_until_stop(
-        self, request: CompletionRequest, shape: CursorShape, stats: StreamStats
+        self,
+        request: CompletionRequest,
+        shape: CursorShape,
+        stats: StreamStats,
+        decode: Decode | None = None,
     ) -> tuple[str, str | None]:
         received = ""
         timeout_s = self.backend.settings.total_timeout_ms / 1000
+        policy = resume_policy(self.backend.settings)
         try:
             async with asyncio.timeout(timeout_s):
-                stream: AsyncGenerator[str] = self.backend.stream(request, stats)
+                stream: AsyncGenerator[str] = resumable_stream(
+                    self.backend, request, policy, stats, decode
+                )
                 try:
-                    async for chunk in stream:
-                        received += chunk
+                    async for snapshot in stream:
+                        received = snapshot
                         kept, done = apply_stops(received, shape, final=False)
                         if done:
                             return kept, None
@@ -203,6 +221,15 @@ class Completer:
         kept = salvage(received, shape)
         log.warning("backend: %s (kept %d of %d characters)", error, len(kept), len(received))
         return kept, error
+
+
+def resume_policy(settings: BackendSettings) -> ResumePolicy:
+    return ResumePolicy(
+        max_retries=settings.max_retries,
+        backoff_ms=settings.retry_backoff_ms,
+        overlap_tokens=settings.resume_overlap_tokens,
+        min_valid_tokens=settings.min_valid_tokens,
+    )
 
 
 class LatestOnly:
