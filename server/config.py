@@ -149,6 +149,21 @@ class CompletionSettings(_Section):
         return self.languages.get(language_id, self.languages.get("*", True))
 
 
+class RefactorSettings(_Section):
+    """Model-backed refactor code actions (server.refactor)."""
+
+    max_tokens: int = Field(
+        2048, ge=16, le=16_384, description="Token cap of the model's rewritten code."
+    )
+    context_tokens: int = Field(
+        6144, ge=256, le=131_072, description="Token budget of a refactor prompt."
+    )
+    timeout_ms: int = Field(
+        60_000, ge=1_000, le=600_000, description="Longest a refactor generation may take."
+    )
+    max_lines: int = Field(400, ge=1, le=20_000, description="Longer targets are offered disabled.")
+
+
 class LogSettings(_Section):
     """What the server logs, to the editor and optionally to a file."""
 
@@ -163,6 +178,7 @@ class Settings(_Section):
 
     backend: BackendSettings = Field(default_factory=BackendSettings)  # type: ignore[arg-type]
     completion: CompletionSettings = Field(default_factory=CompletionSettings)  # type: ignore[arg-type]
+    refactor: RefactorSettings = Field(default_factory=RefactorSettings)  # type: ignore[arg-type]
     log: LogSettings = Field(default_factory=LogSettings)  # type: ignore[arg-type]
     cache_dir: str | None = Field(None, description="Project cache directory.")
 
