@@ -25,7 +25,7 @@ from cache.paths import display_path, uri_to_path
 from server import __version__
 from server import lsp_features as features
 from server.backend import CompletionBackend
-from server.complete import Completer, CursorContext, LatestOnly, Suggestion
+from server.complete import Completer, CursorContext, LatestOnly, Suggestion, cut_for_cursor
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.project import ProjectCache
@@ -56,6 +56,8 @@ class HeadstartServer(LanguageServer):
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
+        self.following: dict[str, asyncio.Task[str]] = {}
+        """Per document, the stream kept going after a one-line suggestion (at most one)."""
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
         self.project = ProjectCache()
@@ -84,6 +86,8 @@ class HeadstartServer(LanguageServer):
             old = self.backend
             self.backend = CompletionBackend(settings.backend, settings.api_key())
             self.completer = Completer(self.backend)
+            for uri in list(self.following):
+                self.stop_following(uri)
             await self.latest.cancel_all()
             self.shown.clear()
             await old.aclose()
@@ -236,12 +240,16 @@ class HeadstartServer(LanguageServer):
                     len(hit.rest),
                     elapsed_ms,
                 )
-                return Suggestion(text=hit.rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
+                rest = cut_for_cursor(hit.rest, ctx) if hit.meta is Mode.LINE else hit.rest
+                return Suggestion(text=rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
+        self.stop_following(uri)
         suggestion = await self.latest.run(
             uri, self.completer.complete(ctx, self.settings.completion)
         )
         if reuse and suggestion is not None and suggestion.error is None:
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
+        if suggestion is not None and suggestion.more is not None:
+            self.follow(uri, ctx, suggestion.text, suggestion.more)
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
             resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
@@ -254,6 +262,33 @@ class HeadstartServer(LanguageServer):
                 resumed,
             )
         return suggestion
+
+    def follow(self, uri: str, ctx: CursorContext, shown: str, more: asyncio.Task[str]) -> None:
+        """Remember the lines that follow a one-line suggestion when its stream ends, so
+        that accepting the line is followed at once by the next (no model request)."""
+        self.stop_following(uri)
+        self.following[uri] = more
+
+        def done(task: asyncio.Task[str]) -> None:
+            if self.following.get(uri) is task:
+                del self.following[uri]
+            if task.cancelled() or task.exception() is not None:
+                return
+            block = task.result()
+            if block.startswith(shown) and len(block) > len(shown):
+                self.shown.remember(uri, ctx.text, ctx.offset, block, Mode.LINE)
+                log.debug(
+                    "%s: %d more lines of the suggestion, continued in the background",
+                    uri,
+                    block.count("\n"),
+                )
+
+        more.add_done_callback(done)
+
+    def stop_following(self, uri: str) -> None:
+        task = self.following.pop(uri, None)
+        if task is not None:
+            task.cancel()
 
 
 def checked_offset(document: TextDocument, position: types.Position) -> int:
@@ -379,6 +414,7 @@ def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> No
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
     ls.shown.forget(params.text_document.uri)
+    ls.stop_following(params.text_document.uri)
     ls.semantic_tokens.forget(params.text_document.uri)
     ls.trees.forget(params.text_document.uri)
     path = uri_to_path(params.text_document.uri)
@@ -516,6 +552,8 @@ def hover(ls: HeadstartServer, params: types.HoverParams) -> types.Hover | None:
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: HeadstartServer, params: None) -> None:
     ls.shutdown_requested = True
+    for uri in list(ls.following):
+        ls.stop_following(uri)
     await ls.latest.cancel_all()
     await ls.stop_indexing()
     await ls.backend.aclose()
