@@ -438,6 +438,8 @@ async def inline_completion(
     ctx = ls.cursor_context(params.text_document.uri, params.position)
     suggestion = await ls.suggest(params.text_document.uri, ctx)
     if suggestion is None or not suggestion.text:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        log.info("inline completion in %.2f ms (no suggestion)", elapsed_ms)
         return types.InlineCompletionList(items=[])
     log.info(
         "inline completion in %.2f ms (%s, %d chars%s)",
