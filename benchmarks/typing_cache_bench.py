@@ -97,7 +97,8 @@ async def replay(
         "completion": {"reuseTypedSuggestions": reuse},
         "log": {"level": "info", "file": str(log_file)},
     }
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HEADSTART_CACHE_DIR": tempfile.mkdtemp()}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "HEADSTART_CACHE_DIR": tempfile.mkdtemp()}
     records: list[dict[str, Any]] = []
     async with EditorSession(root, settings, server_env=env) as editor:
         await editor.wait_until_indexed(60)
