@@ -1,0 +1,243 @@
+// Drives code-server in headless Chromium as a person would: open a file of the sample
+// project, type, wait for Headstart's ghost text, accept it with Tab, save; then time
+// keystroke -> visible ghost text. Writes results.json and screenshots into `outDir`.
+//
+// Usage: node ghost_text.mjs CONFIG.json, where CONFIG holds (tests/test_vscode_e2e.py
+// writes it): {url, chromium, outDir, file, path (the file on disk), accept: {type, expected}, latency: {count,
+// prefix, text}}. The fake model answers each prompt as the test scripted it; every check
+// on the results is the test's.
+import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text";
+
+/**
+ * @typedef {{
+ *   url: string, chromium: string, outDir: string, file: string, path: string, timeoutMs?: number,
+ *   accept: {type: string, expected: string},
+ *   latency: {count: number, prefix: string, text: string},
+ * }} Config
+ * @typedef {{keydown: number | null, mutated: number | null, shown: number | null}} Marks
+ */
+
+/** @type {Config} */
+const config = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8"));
+mkdirSync(config.outDir, { recursive: true });
+const timeout = config.timeoutMs ?? 30000;
+/** @type {Record<string, unknown>} */
+const results = { steps: [] };
+const log = (/** @type {string} */ step) => {
+  const at = new Date().toISOString();
+  /** @type {string[]} */ (results.steps).push(`${at} ${step}`);
+  console.log(`${at} ${step}`);
+};
+const save = () => writeFileSync(join(config.outDir, "results.json"), JSON.stringify(results, null, 2));
+
+const browser = await chromium.launch({ executablePath: config.chromium, headless: true, args: CHROMIUM_ARGS });
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+/** @type {string[]} */
+const consoleErrors = [];
+page.on("console", (message) => {
+  if (message.type() === "error") consoleErrors.push(message.text());
+});
+const shot = async (/** @type {string} */ name) => {
+  await page.screenshot({ path: join(config.outDir, `${name}.png`) });
+};
+
+/** The ghost text now shown in the editor (non-breaking spaces as spaces). */
+const ghostText = () =>
+  page.evaluate(
+    (selector) =>
+      Array.from(document.querySelectorAll(selector), (node) => node.textContent).join("").replace(/\u00a0/g, " "),
+    GHOST,
+  );
+
+/** The text of the editor line the cursor is on, as rendered (ghost text excluded). */
+const cursorLine = () =>
+  page.evaluate(() => {
+    /** The `top` of the element, or of the nearest ancestor that is positioned with one. */
+    const topOf = (/** @type {Element | null} */ node) => {
+      for (let at = node; at instanceof HTMLElement; at = at.parentElement) {
+        if (at.style.top) return at.style.top;
+      }
+      return null;
+    };
+    const top = topOf(document.querySelector(".monaco-editor .active-line-number"));
+    const lines = Array.from(document.querySelectorAll(".monaco-editor .view-lines .view-line"));
+    const line = lines.find((node) => top !== null && topOf(node) === top);
+    if (!line) return null;
+    const clone = /** @type {HTMLElement} */ (line.cloneNode(true));
+    clone.querySelectorAll(".ghost-text-decoration, .ghost-text-decoration-preview").forEach((node) => {
+      node.remove();
+    });
+    return (clone.textContent ?? "").replace(/\u00a0/g, " ");
+  });
+
+const statusBarText = () =>
+  page.evaluate(() => {
+    const item = Array.from(document.querySelectorAll(".statusbar-item")).find((node) =>
+      (node.textContent ?? "").includes("Headstart"),
+    );
+    return item ? { text: (item.textContent ?? "").trim(), label: item.getAttribute("aria-label") } : null;
+  });
+
+/**
+ * Press `key` and return when ghost text containing `expected` has been painted: the
+ * keydown's event time to the animation frame after the DOM first shows that text.
+ */
+async function timedKey(/** @type {string} */ key, /** @type {string} */ expected) {
+  await page.evaluate(
+    ({ selector, expected }) => {
+      /** @type {Marks} */
+      const marks = { keydown: null, mutated: null, shown: null };
+      /** @type {Window & {__headstart?: Marks}} */ (window).__headstart = marks;
+      const text = () =>
+        Array.from(document.querySelectorAll(selector), (node) => node.textContent)
+          .join("")
+          .replace(/\u00a0/g, " ");
+      window.addEventListener(
+        "keydown",
+        (event) => {
+          marks.keydown = event.timeStamp;
+        },
+        { capture: true, once: true },
+      );
+      const observer = new MutationObserver(() => {
+        if (marks.keydown === null || marks.mutated !== null || !text().includes(expected)) return;
+        marks.mutated = performance.now();
+        observer.disconnect();
+        requestAnimationFrame(() => {
+          marks.shown = performance.now();
+        });
+      });
+      const root = document.querySelector(".monaco-workbench") ?? document.body;
+      observer.observe(root, { subtree: true, childList: true, characterData: true });
+    },
+    { selector: GHOST, expected },
+  );
+  await page.keyboard.press(key);
+  await page.waitForFunction(
+    () => (/** @type {Window & {__headstart?: Marks}} */ (window).__headstart?.shown ?? null) !== null,
+    null,
+    { timeout },
+  );
+  return page.evaluate(() => /** @type {Marks} */ (/** @type {Window & {__headstart?: Marks}} */ (window).__headstart));
+}
+
+const percentile = (/** @type {number[]} */ values, /** @type {number} */ p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank] ?? NaN;
+};
+
+let failed = false;
+try {
+  log(`open ${config.url}`);
+  await page.goto(config.url, { timeout });
+  await page.locator(".monaco-workbench").waitFor({ timeout });
+  await page.locator(".explorer-folders-view, .explorer-viewlet").first().waitFor({ timeout });
+  log("workbench up; waiting for the Headstart status bar item");
+  await page.locator(".statusbar-item", { hasText: "Headstart" }).first().waitFor({ timeout });
+
+  log(`quick open ${config.file}`);
+  await page.keyboard.press("Control+P");
+  await page.locator(".quick-input-widget input").waitFor({ timeout });
+  await page.keyboard.type(config.file);
+  await page.locator(".quick-input-list .monaco-list-row").first().waitFor({ timeout });
+  await page.keyboard.press("Enter");
+  await page.locator(`.tab[data-resource-name="${config.file.split("/").at(-1) ?? ""}"]`).waitFor({ timeout });
+  await page.locator(".monaco-editor .view-lines").first().click();
+  // The server is up (and has probed the backend) once the item shows the sparkle icon.
+  await page
+    .locator(".statusbar-item", { hasText: "Headstart" })
+    .locator(".codicon-sparkle")
+    .first()
+    .waitFor({ timeout });
+  results.statusBarAtStart = await statusBarText();
+  await shot("1-opened");
+
+  log("type at the end of the file and wait for the ghost text");
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type(config.accept.type, { delay: 40 });
+  await page.waitForFunction(
+    ({ selector, expected }) =>
+      Array.from(document.querySelectorAll(selector), (node) => node.textContent)
+        .join("")
+        .replace(/\u00a0/g, " ")
+        .includes(expected),
+    { selector: GHOST, expected: config.accept.expected },
+    { timeout },
+  );
+  results.ghostText = await ghostText();
+  results.lineBeforeTab = await cursorLine();
+  await shot("2-ghost-text");
+
+  log("Tab accepts it; Ctrl+S saves");
+  await page.keyboard.press("Tab");
+  await page.waitForFunction((selector) => document.querySelectorAll(selector).length === 0, GHOST, { timeout });
+  results.lineAfterTab = await cursorLine();
+  await shot("3-accepted");
+  await page.keyboard.press("Control+S");
+  // The save is done when the file on disk holds the line (the tab's dirty mark goes
+  // earlier, before save participants have run).
+  const deadline = Date.now() + timeout;
+  while (!readFileSync(config.path, "utf8").includes(/** @type {string} */ (results.lineAfterTab))) {
+    if (Date.now() > deadline) throw new Error(`${config.path} was not saved with the accepted line`);
+    await page.waitForTimeout(50);
+  }
+  log("saved");
+
+  log(`time ${config.latency.count} keystrokes to visible ghost text`);
+  /** @type {{key: string, ms: number, domMs: number, ghost: string}[]} */
+  const samples = [];
+  for (let k = 0; k < config.latency.count; k++) {
+    const word = `${config.latency.prefix}${String(k).padStart(2, "0")}`;
+    const expected = config.latency.text.replace("{k}", String(k));
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type(word.slice(0, -1), { delay: 30 });
+    await page.waitForTimeout(400); // the ghost text for the unfinished word settles
+    const marks = await timedKey(word.slice(-1), expected);
+    if (marks.keydown === null || marks.shown === null || marks.mutated === null) throw new Error("no marks");
+    samples.push({
+      key: word,
+      ms: marks.shown - marks.keydown,
+      domMs: marks.mutated - marks.keydown,
+      ghost: await ghostText(),
+    });
+    if (k === 0) await shot("4-latency-first");
+  }
+  await shot("5-latency-last");
+  const latencies = samples.map((sample) => sample.ms);
+  results.latency = {
+    samples,
+    p50: percentile(latencies, 50),
+    p90: percentile(latencies, 90),
+    p99: percentile(latencies, 99),
+    min: Math.min(...latencies),
+    max: Math.max(...latencies),
+  };
+  results.statusBarAtEnd = await statusBarText();
+  log(`keystroke to ghost text: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`);
+} catch (error) {
+  failed = true;
+  results.error = error instanceof Error ? error.stack ?? error.message : String(error);
+  log(`failed: ${String(results.error)}`);
+  await shot("failure").catch(() => undefined);
+} finally {
+  results.consoleErrors = consoleErrors;
+  save();
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
