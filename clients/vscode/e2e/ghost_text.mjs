@@ -1,29 +1,21 @@
 // Drives code-server in headless Chromium as a person would: open a file of the sample
-// project, type, wait for Headstart's ghost text, accept it with Tab, save; then time
-// keystroke -> visible ghost text. Writes results.json and screenshots into `outDir`.
+// project, type, wait for Headstart's ghost text, accept it with Tab, save; time keystroke
+// -> visible ghost text; change a setting in settings.json and see the server follow it.
+// Writes results.json and screenshots into `outDir`.
 //
-// Usage: node ghost_text.mjs CONFIG.json, where CONFIG holds (tests/test_vscode_e2e.py
-// writes it): {url, chromium, outDir, file, path (the file on disk), accept: {type, expected}, latency: {count,
-// prefix, text}}. The fake model answers each prompt as the test scripted it; every check
-// on the results is the test's.
+// Usage: node ghost_text.mjs CONFIG.json (tests/test_vscode_e2e.py writes it; see Config
+// below). The fake model answers each prompt as the test scripted it; the checks on the
+// results are the test's.
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text";
 
 /**
  * @typedef {{
- *   url: string, chromium: string, outDir: string, file: string, path: string, timeoutMs?: number,
+ *   url: string, cdpUrl: string, outDir: string, file: string, path: string, timeoutMs?: number,
+ *   change: {key: string, title: string, value: string, eventsUrl: string, maxTokens: number},
  *   accept: {type: string, expected: string},
  *   latency: {count: number, prefix: string, text: string},
  * }} Config
@@ -43,8 +35,10 @@ const log = (/** @type {string} */ step) => {
 };
 const save = () => writeFileSync(join(config.outDir, "results.json"), JSON.stringify(results, null, 2));
 
-const browser = await chromium.launch({ executablePath: config.chromium, headless: true, args: CHROMIUM_ARGS });
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+// The test starts Chromium (in a process group it stops afterwards, whatever happens here)
+const browser = await chromium.connectOverCDP(config.cdpUrl, { timeout });
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+const page = await context.newPage();
 /** @type {string[]} */
 const consoleErrors = [];
 page.on("console", (message) => {
@@ -229,6 +223,40 @@ try {
     max: Math.max(...latencies),
   };
   results.statusBarAtEnd = await statusBarText();
+
+  log("change a setting in the Settings editor; the server's next requests must follow it");
+  const { key, value, eventsUrl, maxTokens } = config.change;
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+Comma");
+  const search = page.locator(".settings-editor .suggest-input-container textarea, .settings-editor .search-container input").first();
+  await search.waitFor({ timeout });
+  await search.fill(key);
+  // the search filters after a pause: wait for the setting itself
+  const item = page.locator(".settings-editor .setting-item", { hasText: config.change.title }).first();
+  await item.waitFor({ timeout });
+  results.settingTitle = (await item.locator(".setting-item-title").textContent())?.trim();
+  const input = item.locator("input");
+  results.settingBefore = await input.inputValue();
+  await input.fill(value);
+  await input.press("Tab");
+  await shot("6-settings-editor");
+  await page.keyboard.press("Control+W");
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.press("Enter");
+  const changeDeadline = Date.now() + timeout;
+  for (let typed = 1; ; typed++) {
+    await page.keyboard.type("w");
+    await page.waitForTimeout(300);
+    const response = await fetch(eventsUrl);
+    const events = /** @type {{max_tokens?: number}[]} */ (await response.json());
+    if (events.some((event) => event.max_tokens === maxTokens)) {
+      results.settingChange = { keysUntilApplied: typed };
+      break;
+    }
+    if (Date.now() > changeDeadline) throw new Error(`no request with max_tokens ${maxTokens} after the change`);
+  }
+  await shot("7-setting-followed");
   log(`keystroke to ghost text: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`);
 } catch (error) {
   failed = true;
@@ -238,6 +266,7 @@ try {
 } finally {
   results.consoleErrors = consoleErrors;
   save();
+  await context.close().catch(() => undefined);
   await browser.close();
 }
 process.exit(failed ? 1 : 0);
