@@ -62,6 +62,8 @@ ACCEPT_SUGGESTED = '_report(Warehouse("Depot"))'
 LATENCY_PREFIX = "v"
 LATENCY_TEXT = " = measure({k})"
 CHANGED_MAX_TOKENS = 7
+TOGGLE_WORD = "toggled"
+TOGGLE_SUGGESTED = " = True"
 SETTING_TITLE = "Headstart \u203a Completion: Max Tokens"
 """How the Settings editor titles headstart.completion.maxTokens."""
 
@@ -93,7 +95,8 @@ def rules() -> list[dict[str, Any]]:
         {"match": f"{LATENCY_PREFIX}{k:02d}", "text": LATENCY_TEXT.format(k=k) + "\n"}
         for k in reversed(range(KEYSTROKES))
     ]
-    return [*latency, {"match": ACCEPT_TYPED, "text": ACCEPT_SUGGESTED + "\n"}]
+    toggled = {"match": TOGGLE_WORD, "text": TOGGLE_SUGGESTED + "\n"}
+    return [toggled, *latency, {"match": ACCEPT_TYPED, "text": ACCEPT_SUGGESTED + "\n"}]
 
 
 @contextlib.contextmanager
@@ -161,14 +164,19 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     project = Path(shutil.copytree(SAMPLE, tmp_path / "project"))
     user_data = tmp_path / "user-data"
     extensions = tmp_path / "extensions"
-    (user_data / "User").mkdir(parents=True)
-    settings = USER_SETTINGS | {
+    user = USER_SETTINGS | {
         "headstart.backend.url": fake.url,
-        "headstart.server.pythonPath": sys.executable,
-        "headstart.server.env": {"PYTHONPATH": str(ROOT), "HEADSTART_CACHE_DIR": str(TEST_CACHE)},
         "headstart.log.file": str(output / "server.log"),
     }
-    (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    # how to start the server is a machine setting: in code-server (as in any remote
+    # window) those come from the remote's settings, Machine/settings.json, not the user's
+    machine = {
+        "headstart.server.pythonPath": sys.executable,
+        "headstart.server.env": {"PYTHONPATH": str(ROOT), "HEADSTART_CACHE_DIR": str(TEST_CACHE)},
+    }
+    for folder, settings in (("User", user), ("Machine", machine)):
+        (user_data / folder).mkdir(parents=True)
+        (user_data / folder / "settings.json").write_text(json.dumps(settings, indent=2))
     env = server_env()
     env.pop("PYTHONPATH")  # the extension's setting must be what brings the server's code
     code_server = ["node", str(CODE_SERVER_ENTRY)]
@@ -220,6 +228,11 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
             "eventsUrl": f"{fake.base_url}/_events",
             "maxTokens": CHANGED_MAX_TOKENS,
         },
+        "commands": {
+            "word": TOGGLE_WORD,
+            "expected": TOGGLE_SUGGESTED,
+            "serverLog": str(output / "server.log"),
+        },
     }
     (output / "config.json").write_text(json.dumps(config, indent=2))
     with (
@@ -263,6 +276,13 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     max_tokens = [event["max_tokens"] for event in fake.events()]
     assert max_tokens[-1] == CHANGED_MAX_TOKENS
     assert 64 in max_tokens  # the default, in the line-mode requests before the change
+
+    # the commands: Disable stops the ghost text, Enable brings it back, Restart restarts
+    assert "circle-slash" in results["statusBarDisabled"]["label"]
+    assert results["ghostWhileDisabled"] == ""
+    assert results["ghostAfterEnable"] == TOGGLE_SUGGESTED
+    assert results["ghostAfterRestart"] == TOGGLE_SUGGESTED
+    assert results["serverStarts"] == 2
 
     samples = results["latency"]["samples"]
     assert [s["key"] for s in samples] == [f"{LATENCY_PREFIX}{k:02d}" for k in range(KEYSTROKES)]

@@ -16,6 +16,7 @@ const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text
  * @typedef {{
  *   url: string, cdpUrl: string, outDir: string, file: string, path: string, timeoutMs?: number,
  *   change: {key: string, title: string, value: string, eventsUrl: string, maxTokens: number},
+ *   commands: {word: string, expected: string, serverLog: string},
  *   accept: {type: string, expected: string},
  *   latency: {count: number, prefix: string, text: string},
  * }} Config
@@ -128,6 +129,42 @@ async function timedKey(/** @type {string} */ key, /** @type {string} */ expecte
   return page.evaluate(() => /** @type {Marks} */ (/** @type {Window & {__headstart?: Marks}} */ (window).__headstart));
 }
 
+/** Run a command from the command palette by its title. */
+async function runCommand(/** @type {string} */ title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout });
+  await page.keyboard.press("Enter");
+  await input.waitFor({ state: "hidden", timeout });
+}
+
+/** The codicon `icon` in Headstart's status bar item. */
+const headstartIcon = (/** @type {string} */ icon) =>
+  page.locator(".statusbar-item", { hasText: "Headstart" }).locator(`.codicon-${icon}`).first();
+
+/** Wait until the ghost text contains `expected`. */
+async function waitForGhost(/** @type {string} */ expected) {
+  await page.waitForFunction(
+    ({ selector, expected }) =>
+      Array.from(document.querySelectorAll(selector), (node) => node.textContent)
+        .join("")
+        .replace(/\u00a0/g, " ")
+        .includes(expected),
+    { selector: GHOST, expected },
+    { timeout },
+  );
+}
+
+/** Take back the last key of `word` and type it again: a fresh request, the same prompt. */
+async function retypeLastKey(/** @type {string} */ word, /** @type {string} */ expected) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Backspace");
+  await page.keyboard.type(word.slice(-1));
+  await waitForGhost(expected);
+}
+
 const percentile = (/** @type {number[]} */ values, /** @type {number} */ p) => {
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -163,15 +200,7 @@ try {
   log("type at the end of the file and wait for the ghost text");
   await page.keyboard.press("Control+End");
   await page.keyboard.type(config.accept.type, { delay: 40 });
-  await page.waitForFunction(
-    ({ selector, expected }) =>
-      Array.from(document.querySelectorAll(selector), (node) => node.textContent)
-        .join("")
-        .replace(/\u00a0/g, " ")
-        .includes(expected),
-    { selector: GHOST, expected: config.accept.expected },
-    { timeout },
-  );
+  await waitForGhost(config.accept.expected);
   results.ghostText = await ghostText();
   results.lineBeforeTab = await cursorLine();
   await shot("2-ghost-text");
@@ -223,6 +252,7 @@ try {
     max: Math.max(...latencies),
   };
   results.statusBarAtEnd = await statusBarText();
+  log(`keystroke to ghost text: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`);
 
   log("change a setting in the Settings editor; the server's next requests must follow it");
   const { key, value, eventsUrl, maxTokens } = config.change;
@@ -257,7 +287,36 @@ try {
     if (Date.now() > changeDeadline) throw new Error(`no request with max_tokens ${maxTokens} after the change`);
   }
   await shot("7-setting-followed");
-  log(`keystroke to ghost text: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`);
+
+  log("commands: Disable (no ghost text), Enable (ghost text again), Restart the Language Server");
+  const { word, expected: toggled, serverLog } = config.commands;
+  await page.keyboard.press("Escape");
+  await runCommand("Headstart: Disable Inline Suggestions");
+  await headstartIcon("circle-slash").waitFor({ timeout });
+  results.statusBarDisabled = await statusBarText();
+  await page.keyboard.press("End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type(word, { delay: 30 });
+  await page.waitForTimeout(1500); // enabled, the ghost text shows within ~0.1 s
+  results.ghostWhileDisabled = await ghostText();
+  await shot("8-disabled");
+  await runCommand("Headstart: Enable Inline Suggestions");
+  await headstartIcon("sparkle").waitFor({ timeout });
+  await retypeLastKey(word, toggled);
+  results.ghostAfterEnable = await ghostText();
+  const starts = () => (readFileSync(serverLog, "utf8").match(/ started for /g) ?? []).length;
+  const startsBefore = starts();
+  await runCommand("Headstart: Restart the Language Server");
+  const restartDeadline = Date.now() + timeout;
+  while (starts() === startsBefore) {
+    if (Date.now() > restartDeadline) throw new Error("the server did not start again");
+    await page.waitForTimeout(100);
+  }
+  await headstartIcon("sparkle").waitFor({ timeout });
+  await retypeLastKey(word, toggled);
+  results.ghostAfterRestart = await ghostText();
+  results.serverStarts = starts();
+  await shot("9-after-restart");
 } catch (error) {
   failed = true;
   results.error = error instanceof Error ? error.stack ?? error.message : String(error);
