@@ -94,7 +94,8 @@ export class StatusBar implements vscode.Disposable {
       tooltip.appendMarkdown("Starting the Headstart server…");
     } else if (busy !== undefined) {
       const percent = busy.percentage === undefined ? "" : ` ${busy.percentage}%`;
-      item.text = `$(sync~spin) Headstart${percent}`;
+      const title = busy.title.startsWith("Headstart") ? busy.title : `Headstart: ${busy.title}`;
+      item.text = `$(sync~spin) ${title}${percent}`;
       tooltip.appendMarkdown(`${busy.title}${busy.message ? `: ${busy.message}` : ""}`);
     } else if (!this.enabled) {
       item.text = "$(circle-slash) Headstart";
