@@ -182,7 +182,7 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     code_server = ["node", str(CODE_SERVER_ENTRY)]
     dirs = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
 
-    started = time.monotonic()
+    started, load = time.monotonic(), os.getloadavg()[0]
     subprocess.run(
         [*code_server, *dirs, "--install-extension", str(VSIX)],
         check=True,
@@ -277,12 +277,14 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     assert max_tokens[-1] == CHANGED_MAX_TOKENS
     assert 64 in max_tokens  # the default, in the line-mode requests before the change
 
-    # the commands: Disable stops the ghost text, Enable brings it back, Restart restarts
+    # the commands: Disable stops the ghost text, Enable brings it back, Restart restarts,
+    # Show the Log shows the server's log
     assert "circle-slash" in results["statusBarDisabled"]["label"]
     assert results["ghostWhileDisabled"] == ""
     assert results["ghostAfterEnable"] == TOGGLE_SUGGESTED
     assert results["ghostAfterRestart"] == TOGGLE_SUGGESTED
     assert results["serverStarts"] == 2
+    assert "server.lsp: inline completion in" in results["logPanel"]  # the server's log
 
     samples = results["latency"]["samples"]
     assert [s["key"] for s in samples] == [f"{LATENCY_PREFIX}{k:02d}" for k in range(KEYSTROKES)]
@@ -301,7 +303,9 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
         f"p50 {statistics.median(latencies):.1f} ms, p99 {percentile(latencies, 99):.1f} ms "
         f"(DOM updated: p50 {statistics.median(s['domMs'] for s in samples):.1f} ms; "
         f"the server's part: p50 {statistics.median(served):.1f} ms); "
-        f"whole run {elapsed:.0f} s; screenshots in {output}"
+        f"whole run {elapsed:.0f} s, 1-min load average {load:.1f} at the start and "
+        f"{os.getloadavg()[0]:.1f} at the end; samples (ms): "
+        f"{', '.join(f'{ms:.0f}' for ms in latencies)}"
     )
     (output / "summary.txt").write_text(summary + "\n")
     print("\n" + summary)

@@ -288,7 +288,7 @@ try {
   }
   await shot("7-setting-followed");
 
-  log("commands: Disable (no ghost text), Enable (ghost text again), Restart the Language Server");
+  log("commands: Disable (no ghost text), Enable (ghost text again), Restart the Language Server, Show the Log");
   const { word, expected: toggled, serverLog } = config.commands;
   await page.keyboard.press("Escape");
   await runCommand("Headstart: Disable Inline Suggestions");
@@ -317,6 +317,11 @@ try {
   results.ghostAfterRestart = await ghostText();
   results.serverStarts = starts();
   await shot("9-after-restart");
+  await runCommand("Headstart: Show the Log");
+  const logView = page.locator(".part.panel .monaco-editor .view-lines", { hasText: "server.lsp:" }).first();
+  await logView.waitFor({ timeout });
+  results.logPanel = (await logView.textContent())?.replace(/\u00a0/g, " ");
+  await shot("10-log");
 } catch (error) {
   failed = true;
   results.error = error instanceof Error ? error.stack ?? error.message : String(error);
