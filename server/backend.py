@@ -8,6 +8,7 @@ response at once and vLLM aborts the generation and frees the GPU.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -38,6 +39,18 @@ class BackendProtocolError(BackendError):
     """The backend answered something that is not an OpenAI-compatible stream."""
 
 
+class BackendRefused(BackendError):
+    """The backend answered an HTTP error status; 4xx ones will not change on a retry."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        return self.status >= 500 or self.status == 429
+
+
 @dataclass(frozen=True)
 class CompletionRequest:
     prompt: str
@@ -45,6 +58,19 @@ class CompletionRequest:
     stop: Sequence[str] = ()
     stop_token_ids: Sequence[int] = ()
     temperature: float = 0.0
+    prompt_ids: Sequence[int] | None = None
+    """Token ids sent instead of `prompt` (a resumed stream: the continuation is exact)."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One streamed event: its text and, from vLLM, the token ids behind it."""
+
+    text: str
+    token_ids: tuple[int, ...] | None = None
+    prompt_token_ids: tuple[int, ...] | None = None
+    """The whole prompt as token ids (vLLM sends them with the first chunk only)."""
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -55,6 +81,8 @@ class StreamStats:
     first_chunk: float | None = None
     chunks: int = 0
     finish_reason: str | None = None
+    resumes: int = 0
+    """Times the stream broke and was resumed (server.resume)."""
 
 
 @dataclass(frozen=True)
@@ -127,29 +155,46 @@ class CompletionBackend:
     async def stream(
         self, request: CompletionRequest, stats: StreamStats | None = None
     ) -> AsyncGenerator[str]:
-        """Yield text chunks as the backend produces them.
+        """Yield text chunks as the backend produces them (see `stream_chunks`)."""
+        async with contextlib.aclosing(self.stream_chunks(request, stats)) as chunks:
+            async for chunk in chunks:
+                if chunk.text:
+                    yield chunk.text
+
+    async def stream_chunks(
+        self, request: CompletionRequest, stats: StreamStats | None = None
+    ) -> AsyncGenerator[Chunk]:
+        """Yield chunks as the backend produces them, with token ids where it sends them.
 
         Raises BackendError subclasses on network errors, timeouts, bad status codes and
         malformed events. Cancelling the consumer closes the connection.
         """
         stats = stats or StreamStats()
         model = await self.model()
+        prompt: str | list[int] = (
+            request.prompt if request.prompt_ids is None else list(request.prompt_ids)
+        )
         body: dict[str, Any] = {
             "model": model.id,
-            "prompt": request.prompt,
+            "prompt": prompt,
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stop": list(request.stop),
             "stream": True,
         }
-        if model.owned_by == "vllm" and request.stop_token_ids:
-            body["stop_token_ids"] = list(request.stop_token_ids)
+        if model.owned_by == "vllm":  # fields other OpenAI-compatible servers may refuse
+            body["return_token_ids"] = True
+            if request.stop_token_ids:
+                body["stop_token_ids"] = list(request.stop_token_ids)
         deadline = self.settings.first_chunk_timeout_ms / 1000
         try:
             async with self._client.stream("POST", "/completions", json=body) as response:
                 if response.status_code != 200:
                     detail = (await response.aread())[:300].decode("utf-8", "replace")
-                    raise BackendError(f"backend answered HTTP {response.status_code}: {detail}")
+                    raise BackendRefused(
+                        f"backend answered HTTP {response.status_code}: {detail}",
+                        response.status_code,
+                    )
                 lines = response.aiter_lines()
                 while True:
                     try:
@@ -167,14 +212,14 @@ class CompletionBackend:
                     data = line[5:].strip()
                     if data == "[DONE]":
                         return
-                    text, finish = _parse_chunk(data)
+                    chunk = _parse_chunk(data)
                     if stats.first_chunk is None:
                         stats.first_chunk = time.perf_counter() - stats.started
                         deadline = self.settings.chunk_gap_ms / 1000
                     stats.chunks += 1
-                    stats.finish_reason = finish or stats.finish_reason
-                    if text:
-                        yield text
+                    stats.finish_reason = chunk.finish_reason or stats.finish_reason
+                    if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
+                        yield chunk
         except httpx.TimeoutException as exc:
             raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
         except httpx.ConnectError as exc:
@@ -210,13 +255,28 @@ def key_may_travel(url: str) -> bool:
     )
 
 
-def _parse_chunk(data: str) -> tuple[str, str | None]:
+def _parse_chunk(data: str) -> Chunk:
     try:
         event = json.loads(data)
+        if not event.get("choices") and "usage" in event:
+            return Chunk("")  # the usage event after the last choice
         choice = event["choices"][0]
         text = choice.get("text") or ""
         if not isinstance(text, str):
             raise TypeError("text is not a string")
-        return text, choice.get("finish_reason")
+        return Chunk(
+            text,
+            _token_ids(choice.get("token_ids")),
+            _token_ids(choice.get("prompt_token_ids")),
+            choice.get("finish_reason"),
+        )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BackendProtocolError(f"malformed stream event {data[:80]!r}: {exc}") from None
+
+
+def _token_ids(value: object) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(type(t) is int for t in value):
+        raise TypeError("token ids are not a list of integers")
+    return tuple(value)

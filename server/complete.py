@@ -24,10 +24,12 @@ from server.backend import (
     ModelInfo,
     StreamStats,
 )
-from server.config import CompletionSettings
+from server.config import BackendSettings, CompletionSettings
 from server.context import Budget, ContextBuilder
 from server.prompt import PromptTemplate, choose_template
+from server.resume import Decode, ResumePolicy, resumable_stream
 from server.stops import CursorShape, Mode, apply_stops, salvage
+from server.syntax_check import keep_parsing
 from server.tokens import TokenCounter, load_token_counter
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,10 @@ class Suggestion:
     text: str
     mode: Mode
     timings_ms: dict[str, float] = field(default_factory=dict)
+    """Milliseconds per stage: model_info, context (build and render the prompt), queue
+    (waiting for a request slot), first_chunk, stream, filters, total."""
     error: str | None = None
+    resumes: int = 0
 
 
 JOIN_SLACK = 4
@@ -140,12 +145,27 @@ def plan_request(
     return request, shape
 
 
+def finish_text(raw: str, shape: CursorShape, text: str, offset: int, language: str | None) -> str:
+    """A whole stream's text as the user sees it: cut by the stop rules, then checked not
+    to break a file that parsed."""
+    kept = apply_stops(raw, shape, final=True)[0]
+    return keep_parsing(text, offset, kept, language)
+
+
 class Completer:
     """Builds the prompt, streams from the backend, applies the stop rules."""
 
     def __init__(self, backend: CompletionBackend) -> None:
         self.backend = backend
         self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
+        self._slots: tuple[int, asyncio.Semaphore] | None = None
+
+    def slots(self, limit: int) -> asyncio.Semaphore:
+        """The global cap on model requests in flight, across documents (each document
+        has at most one already: a newer request cancels the older)."""
+        if self._slots is None or self._slots[0] != limit:
+            self._slots = (limit, asyncio.Semaphore(limit))
+        return self._slots[1]
 
     async def prompting(self, settings: CompletionSettings) -> Prompting:
         """The template and token counter for the served model; the tokenizer is loaded
@@ -167,29 +187,47 @@ class Completer:
         except BackendError as exc:  # the stream would fail the same way: say so once
             log.warning("backend: %s", exc)
             return Suggestion(text="", mode=Mode.LINE, error=str(exc))
+        planned = time.perf_counter()
         request, shape = plan_request(ctx, settings, prompting)
-        stats = StreamStats()
-        prompt_ms = (stats.started - started) * 1000
-        text, error = await self._stream_until_stop(request, shape, stats)
+        decode = prompting.counter.decode if prompting.counter.exact else None
+        queued = time.perf_counter()
+        async with self.slots(settings.max_concurrent_requests):
+            stats = StreamStats()
+            text, error = await self._stream_until_stop(request, shape, stats, decode)
+        streamed = time.perf_counter()
+        text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
+        finished = time.perf_counter()
         suggestion = Suggestion(text=text, mode=shape.mode, error=error)
         suggestion.timings_ms = {
-            "prompt": prompt_ms,
+            "model_info": (planned - started) * 1000,
+            "context": (queued - planned) * 1000,
+            "queue": (stats.started - queued) * 1000,
             "first_chunk": (stats.first_chunk or 0.0) * 1000,
-            "total": (time.perf_counter() - started) * 1000,
+            "stream": (streamed - stats.started) * 1000,
+            "filters": (finished - streamed) * 1000,
+            "total": (finished - started) * 1000,
         }
+        suggestion.resumes = stats.resumes
         return suggestion
 
     async def _stream_until_stop(
-        self, request: CompletionRequest, shape: CursorShape, stats: StreamStats
+        self,
+        request: CompletionRequest,
+        shape: CursorShape,
+        stats: StreamStats,
+        decode: Decode | None = None,
     ) -> tuple[str, str | None]:
         received = ""
         timeout_s = self.backend.settings.total_timeout_ms / 1000
+        policy = resume_policy(self.backend.settings)
         try:
             async with asyncio.timeout(timeout_s):
-                stream: AsyncGenerator[str] = self.backend.stream(request, stats)
+                stream: AsyncGenerator[str] = resumable_stream(
+                    self.backend, request, policy, stats, decode
+                )
                 try:
-                    async for chunk in stream:
-                        received += chunk
+                    async for snapshot in stream:
+                        received = snapshot
                         kept, done = apply_stops(received, shape, final=False)
                         if done:
                             return kept, None
@@ -203,6 +241,15 @@ class Completer:
         kept = salvage(received, shape)
         log.warning("backend: %s (kept %d of %d characters)", error, len(kept), len(received))
         return kept, error
+
+
+def resume_policy(settings: BackendSettings) -> ResumePolicy:
+    return ResumePolicy(
+        max_retries=settings.max_retries,
+        backoff_ms=settings.retry_backoff_ms,
+        overlap_tokens=settings.resume_overlap_tokens,
+        min_valid_tokens=settings.min_valid_tokens,
+    )
 
 
 class LatestOnly:

@@ -45,17 +45,35 @@ class BackendSettings(_Section):
         "http://127.0.0.1:8000/v1", description="Base URL of the OpenAI-compatible API."
     )
     model: str | None = Field(
-        None, description="Model name to request; None asks the server (/v1/models)."
+        None, description="Model name to request; null asks the server (/v1/models)."
     )
     api_key_env: str = Field(
         "HEADSTART_API_KEY", description="Environment variable that holds the API key."
     )
-    connect_timeout_ms: int = Field(500, ge=50, le=30_000)
+    connect_timeout_ms: int = Field(
+        500, ge=50, le=30_000, description="TCP connect (and pool wait) limit."
+    )
     first_chunk_timeout_ms: int = Field(
         2_000, ge=50, le=300_000, description="Longest wait for the first streamed chunk."
     )
     chunk_gap_ms: int = Field(
-        800, ge=50, le=300_000, description="Longest silence between two streamed chunks."
+        800,
+        ge=50,
+        le=300_000,
+        description="Longest silence between two streamed chunks before the stream is "
+        "resumed (500-1200 suits a GPU; more for a slow CPU backend).",
+    )
+    max_retries: int = Field(
+        3, ge=0, le=10, description="Resumes of a broken stream before giving up."
+    )
+    retry_backoff_ms: int = Field(
+        50, ge=0, le=10_000, description="First wait before a resume; doubles, with jitter."
+    )
+    resume_overlap_tokens: int = Field(
+        4, ge=1, le=64, description="Tokens a resumed stream regenerates to verify the splice."
+    )
+    min_valid_tokens: int = Field(
+        3, ge=1, le=8, description="Tokens rolled back before corrupt output, at least."
     )
     total_timeout_ms: int = Field(
         6_000, ge=100, le=600_000, description="Longest a whole completion may take."
@@ -79,7 +97,12 @@ class CompletionSettings(_Section):
     max_tokens: int = Field(64, ge=1, le=2048, description="Token cap, single-line mode.")
     multiline_max_tokens: int = Field(128, ge=1, le=4096, description="Token cap, block mode.")
     max_lines: int = Field(12, ge=1, le=200, description="Line cap in block mode.")
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    temperature: float = Field(
+        0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy."
+    )
+    max_concurrent_requests: int = Field(
+        16, ge=1, le=1024, description="Model requests in flight at once, all documents."
+    )
     max_file_bytes: int = Field(
         2_000_000, ge=1_000, description="Larger documents get no completions."
     )
@@ -126,8 +149,27 @@ class CompletionSettings(_Section):
         return self.languages.get(language_id, self.languages.get("*", True))
 
 
+class RefactorSettings(_Section):
+    """Model-backed refactor code actions (server.refactor)."""
+
+    max_tokens: int = Field(
+        2048, ge=16, le=16_384, description="Token cap of the model's rewritten code."
+    )
+    context_tokens: int = Field(
+        6144, ge=256, le=131_072, description="Token budget of a refactor prompt."
+    )
+    timeout_ms: int = Field(
+        60_000, ge=1_000, le=600_000, description="Longest a refactor generation may take."
+    )
+    max_lines: int = Field(400, ge=1, le=20_000, description="Longer targets are offered disabled.")
+
+
 class LogSettings(_Section):
-    level: str = Field("info", pattern="^(debug|info|warning|error)$")
+    """What the server logs, to the editor and optionally to a file."""
+
+    level: str = Field(
+        "info", pattern="^(debug|info|warning|error)$", description="The least severe level logged."
+    )
     file: str | None = Field(None, description="Also append logs to this file.")
 
 
@@ -136,6 +178,7 @@ class Settings(_Section):
 
     backend: BackendSettings = Field(default_factory=BackendSettings)  # type: ignore[arg-type]
     completion: CompletionSettings = Field(default_factory=CompletionSettings)  # type: ignore[arg-type]
+    refactor: RefactorSettings = Field(default_factory=RefactorSettings)  # type: ignore[arg-type]
     log: LogSettings = Field(default_factory=LogSettings)  # type: ignore[arg-type]
     cache_dir: str | None = Field(None, description="Project cache directory.")
 

@@ -304,6 +304,8 @@ class _Memory:
     scope: tuple[str, ...]
     chosen: dict[tuple[str, str], tuple[Snippet, int]] = field(default_factory=dict)
     """(path, name) -> the snippet and how many more builds it is remembered for."""
+    last: frozenset[tuple[str, str]] = frozenset()
+    """(path, name) of the snippets the latest build put in the prompt."""
 
 
 # --- the builder ------------------------------------------------------------------------------
@@ -387,6 +389,20 @@ class ContextBuilder:
         """Drop what was chosen for `file_path` (its document closed)."""
         self._memory.pop(file_path, None)
 
+    def shown_in_context(self, file_path: str, path: str, qualified_name: str) -> str | None:
+        """How the latest completion prompt for `file_path` shows the definition
+        `qualified_name` of `path` ("" for the file itself): "definition" (its own
+        snippet, or its class's), "file" (the file whole or as an outline), or None (not
+        at all). Hovers say so, so users can see what the model was given."""
+        memory = self._memory.get(file_path)
+        if memory is None:
+            return None
+        parts = qualified_name.split(".") if qualified_name else []
+        for end in range(len(parts), 0, -1):
+            if (path, ".".join(parts[:end])) in memory.last:
+                return "definition"
+        return "file" if (path, "") in memory.last else None
+
     def _with_memory(
         self, file_path: str, cursor: CursorInfo, candidates: list[Snippet]
     ) -> list[Snippet]:
@@ -421,6 +437,7 @@ class ContextBuilder:
         for snippet in chosen:
             kept[(snippet.path, snippet.name)] = (snippet, STICKY_BUILDS)
         memory.chosen = kept
+        memory.last = frozenset((snippet.path, snippet.name) for snippet in chosen)
         while len(self._memory) > 64:
             del self._memory[next(iter(self._memory))]
 

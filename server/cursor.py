@@ -350,6 +350,12 @@ def _parser(language: str) -> Parser | None:
     return parser
 
 
+def parser_for(language: str) -> Parser | None:
+    """This thread's tree-sitter parser for `language` (None: no grammar), for callers
+    that keep a tree and re-parse it incrementally."""
+    return _parser(language)
+
+
 def parse(source: bytes, language: str, budget_s: float | None = None) -> Node | None:
     """The root of a tree-sitter parse of `source`; None for a language without a grammar,
     or when the parse runs past `budget_s` (error recovery on prose — a window that

@@ -23,15 +23,19 @@ from pygls.workspace import TextDocument
 from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
+from server import lsp_features as features
 from server.backend import BackendError, CompletionBackend
 from server.complete import Completer, CursorContext, LatestOnly, Suggestion
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
+from server.refactor import ACTION_KINDS
+from server.semantic_tokens import FULL_LEGEND, DocumentTokens
 from server.stops import Mode
 from server.suggestion_cache import SuggestionCache
 from server.sync import WorkspaceSync
+from server.trees import DocumentTrees
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
@@ -60,6 +64,9 @@ class HeadstartServer(LanguageServer):
         self.sync = WorkspaceSync(self.project)
         self._indexing: asyncio.Task[None] | None = None
         self._probe: asyncio.Task[None] | None = None
+        self.trees = DocumentTrees()
+        self.semantic_tokens = DocumentTokens(self.trees)
+        self.legend = FULL_LEGEND
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
         """Validate and switch to new settings; on a bad value keep the last good ones."""
@@ -264,8 +271,14 @@ class HeadstartServer(LanguageServer):
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
+            resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
             log.debug(
-                "%s %s: %d chars (%s)", uri, suggestion.mode.value, len(suggestion.text), timings
+                "%s %s: %d chars (%s%s)",
+                uri,
+                suggestion.mode.value,
+                len(suggestion.text),
+                timings,
+                resumed,
             )
         return suggestion
 
@@ -299,6 +312,9 @@ async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> Non
     attach_editor(ls, ls.settings.log.level)
     ls.init_options = initial_options(params.initialization_options)
     await ls.apply_settings()
+    ls.legend = features.client_legend(params.capabilities)
+    SEMANTIC_LEGEND.token_types = list(ls.legend.token_types)  # announced after this handler
+    SEMANTIC_LEGEND.token_modifiers = list(ls.legend.token_modifiers)
     client = params.client_info.name if params.client_info else "unknown client"
     log.info("headstart %s started for %s", __version__, client)
 
@@ -394,6 +410,8 @@ def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> No
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
     ls.shown.forget(params.text_document.uri)
+    ls.semantic_tokens.forget(params.text_document.uri)
+    ls.trees.forget(params.text_document.uri)
     path = uri_to_path(params.text_document.uri)
     if path is not None:
         ls.sync.closed(path)
@@ -467,6 +485,63 @@ def identifier_before(text: str, offset: int) -> str:
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         start -= 1
     return text[start:offset]
+
+
+# --- refactor code actions, semantic tokens, hover: server.lsp_features does the work ---------
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=list(ACTION_KINDS.values()), resolve_provider=True),
+)
+async def code_action(
+    ls: HeadstartServer, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    return await features.code_actions(ls, params)
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def code_action_resolve(ls: HeadstartServer, params: types.CodeAction) -> types.CodeAction:
+    return await features.resolve_code_action(ls, params)
+
+
+@server.command(features.REWRITE_COMMAND)
+async def rewrite(ls: HeadstartServer, *arguments: Any) -> dict[str, Any]:
+    return await features.rewrite_command(ls, arguments)
+
+
+SEMANTIC_LEGEND = types.SemanticTokensLegend(
+    token_types=list(FULL_LEGEND.token_types), token_modifiers=list(FULL_LEGEND.token_modifiers)
+)
+"""Registered with the features below; `initialize` narrows it to what the client supports."""
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, SEMANTIC_LEGEND)
+async def semantic_tokens_full(
+    ls: HeadstartServer, params: types.SemanticTokensParams
+) -> types.SemanticTokens | None:
+    return await features.semantic_tokens_full(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA, SEMANTIC_LEGEND)
+async def semantic_tokens_delta(
+    ls: HeadstartServer, params: types.SemanticTokensDeltaParams
+) -> types.SemanticTokens | types.SemanticTokensDelta | None:
+    return await features.semantic_tokens_delta(
+        ls, params.text_document.uri, params.previous_result_id
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, SEMANTIC_LEGEND)
+async def semantic_tokens_range(
+    ls: HeadstartServer, params: types.SemanticTokensRangeParams
+) -> types.SemanticTokens | None:
+    return await features.semantic_tokens_range(ls, params.text_document.uri, params.range)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: HeadstartServer, params: types.HoverParams) -> types.Hover | None:
+    return features.hover(ls, params)
 
 
 @server.feature(types.SHUTDOWN)

@@ -3,7 +3,14 @@
 The cursor decides the mode: in the middle of a line, or after a plain statement, the
 user wants the rest of one line; on a blank line or after a block opener they want a
 block. Stop rules run on the accumulated text after every streamed chunk, so the stream
-can be closed (and the GPU freed) as soon as the answer is complete.
+can be closed (and the GPU freed) as soon as the answer is complete:
+
+- single-line mode ends at the line end;
+- a block ends before a line indented less than the block, before a line that repeats
+  the start of the suffix (the model has run past the hole), before a line identical to
+  the one above it (a loop), and at the line cap;
+- both end before a closing bracket that closes something opened before the cursor when
+  the text after the cursor already closes it (the model's copy would be a duplicate).
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from dataclasses import dataclass
 
 BLOCK_OPENERS = (":", "{")
 CLOSERS = set(")]}>\"'`;, \t")
+PAIRS = {")": "(", "]": "[", "}": "{"}
+QUOTES = "\"'`"
 
 
 class Mode(enum.Enum):
@@ -27,8 +36,15 @@ class CursorShape:
     mode: Mode
     line_suffix: str
     block_indent: int
+    """Block lines indented less than this end the block (a block opener: one deeper)."""
     next_line: str | None
+    """The first non-blank line after the cursor line, stripped: the suffix's start."""
     max_lines: int
+    closer: str | None = None
+    first_indent: int = 0
+    """The indentation already before the cursor, which the first line shares."""
+    """The closing bracket the text after the cursor starts with (the rest of the line in
+    single-line mode, the next line in a block), which the suggestion must not repeat."""
 
 
 def indent_width(line: str, tab_size: int = 4) -> int:
@@ -44,21 +60,46 @@ def indent_width(line: str, tab_size: int = 4) -> int:
 
 
 def analyse_cursor(prefix: str, suffix: str, max_lines: int = 12) -> CursorShape:
-    """Single line or block, and the indentation a block must keep."""
-    line_prefix = prefix[prefix.rfind("\n") + 1 :]
+    """Single line or block, and the indentation a block must keep.
+
+    On a blank line the editor has not indented (column 0), the block's indentation is
+    read from the lines around it: no deeper than the line below, and, under a block
+    opener, deeper than the opener.
+    """
+    line_start = prefix.rfind("\n") + 1
+    line_prefix = prefix[line_start:]
     line_end = suffix.find("\n")
     line_suffix = suffix if line_end == -1 else suffix[:line_end]
     rest = "" if line_end == -1 else suffix[line_end + 1 :]
-    next_line = next((line.strip() for line in rest.splitlines() if line.strip()), None)
+    below = next((line for line in rest.splitlines() if line.strip()), None)
+    next_line = below.strip() if below is not None else None
 
     only_closers = all(char in CLOSERS for char in line_suffix)
     if only_closers and not line_prefix.strip():
         mode, block_indent = Mode.BLOCK, indent_width(line_prefix)
+        if not line_prefix and not line_suffix.strip():
+            block_indent = _indent_between(prefix[:line_start], below)
     elif only_closers and line_prefix.rstrip().endswith(BLOCK_OPENERS):
         mode, block_indent = Mode.BLOCK, indent_width(line_prefix) + 1
     else:
         mode, block_indent = Mode.LINE, 0
-    return CursorShape(mode, line_suffix, block_indent, next_line, max_lines)
+    after = line_suffix.strip() if mode is Mode.LINE else (line_suffix.strip() or next_line or "")
+    closer = after[0] if after[:1] in PAIRS else None
+    first_indent = indent_width(line_prefix) if not line_prefix.strip() else 0
+    return CursorShape(mode, line_suffix, block_indent, next_line, max_lines, closer, first_indent)
+
+
+def _indent_between(above_text: str, below: str | None) -> int:
+    """The least indentation a block on an empty, unindented line can have."""
+    above = next((line for line in reversed(above_text.splitlines()) if line.strip()), None)
+    if above is not None and above.rstrip().endswith(BLOCK_OPENERS):
+        return indent_width(above) + 1
+    bounds = []
+    if above is not None:
+        bounds.append(indent_width(above))
+    if below is not None:
+        bounds.append(indent_width(below))
+    return min(bounds) if bounds else 0
 
 
 def apply_stops(text: str, shape: CursorShape, final: bool) -> tuple[str, bool]:
@@ -67,21 +108,35 @@ def apply_stops(text: str, shape: CursorShape, final: bool) -> tuple[str, bool]:
     Returns the text to keep and whether the suggestion is complete (stop the stream).
     `final` says the stream has ended, so the last line is complete too.
     """
+    closed_at = _surplus_closer(text, shape.closer)
     if shape.mode is Mode.LINE:
         newline = text.find("\n")
-        if newline != -1:
-            return _trim_line_suffix(text[:newline], shape), True
-        return (_trim_line_suffix(text, shape), True) if final else (text, False)
+        end = min(x for x in (newline, closed_at, len(text)) if x is not None and x >= 0)
+        if end == closed_at:
+            return text[:end].rstrip(), True
+        if end < len(text) or final:
+            return _trim_line_suffix(text[:end], shape), True
+        return text, False
 
     lines = text.split("\n")
+    start = len(lines[0]) + 1
     for number, line in enumerate(lines[1:], start=1):
         complete = final or number < len(lines) - 1
         if number >= shape.max_lines:
             return _join(lines[:number]), True
         if line.strip() and indent_width(line) < shape.block_indent:
             return _join(lines[:number]), True
+        if (
+            closed_at is not None
+            and start <= closed_at < start + len(line) + 1
+            and not line[: closed_at - start].strip()  # the closer starts the line
+        ):
+            return _join(lines[:number]), True
         if complete and shape.next_line is not None and line.strip() == shape.next_line:
             return _join(lines[:number]), True
+        if complete and line.strip() and _same_line(lines, number, shape.first_indent):
+            return _join(lines[:number]), True
+        start += len(line) + 1
     if final:
         return _join(lines), True
     return text, False
@@ -95,8 +150,51 @@ def salvage(text: str, shape: CursorShape) -> str:
     return apply_stops(text[:last_newline], shape, final=True)[0] if last_newline > 0 else ""
 
 
+def _surplus_closer(text: str, closer: str | None) -> int | None:
+    """Where `text` first closes a bracket it did not open, if that bracket is `closer`
+    (the one the text after the cursor supplies); strings and line comments are skipped."""
+    if closer is None:
+        return None
+    depth: list[str] = []
+    quote = None
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote is not None:
+            if char == "\\":
+                index += 1
+            elif char == quote or (char == "\n" and quote != "`"):
+                quote = None
+        elif char in QUOTES:
+            quote = char
+        elif char == "#" or text.startswith("//", index):
+            newline = text.find("\n", index)
+            if newline < 0:
+                return None
+            index = newline
+            continue
+        elif char in "([{":
+            depth.append(char)
+        elif char in PAIRS:
+            if depth:
+                depth.pop()
+            else:
+                return index if char == closer else None
+        index += 1
+    return None
+
+
+def _same_line(lines: list[str], number: int, first_indent: int) -> bool:
+    """Whether line `number` repeats the line above it, indentation included."""
+    above = lines[number - 1]
+    shift = first_indent if number == 1 else 0
+    return lines[number].strip() == above.strip() and indent_width(
+        lines[number]
+    ) == shift + indent_width(above)
+
+
 def _join(lines: list[str]) -> str:
-    return "\n".join(lines).rstrip()
+    return "\n".join(line.rstrip() for line in lines).rstrip()
 
 
 def _trim_line_suffix(text: str, shape: CursorShape) -> str:

@@ -185,6 +185,12 @@ class TokenCounter:
             return self._cut_head(first, budget)
         return Fit(text[: sum(len(line) for line in lines[:kept])], used)
 
+    def decode(self, ids: Sequence[int]) -> str | None:
+        """The text of token ids, or None without the model's tokenizer."""
+        if self.tokenizer is None:
+            return None
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
     def token_id(self, token: str) -> int | None:
         """The id of a (special) token in the tokenizer's vocabulary, if there is one."""
         return None if self.tokenizer is None else self.tokenizer.token_to_id(token)

@@ -45,8 +45,19 @@ DEFAULT_MODEL = "fake-coder"
 DEFAULT_TEXT = "pass"
 MAX_MODEL_LEN = 4096
 BEHAVIOURS = frozenset(
-    {"normal", "stall", "drop", "http_500", "garbage", "stall_forever", "bad_json_body"}
+    {
+        "normal",
+        "stall",
+        "drop",
+        "http_500",
+        "garbage",
+        "stall_forever",
+        "bad_json_body",
+        "corrupt",
+    }
 )
+CORRUPT_TEXT = "\ufffd\x00\ufffd"
+PROMPT_PIECE = 4  # characters per prompt "token" in prompt_token_ids
 STALL_CAP_S = 120.0  # a plain "stall" gives up after this long, so no test can hang forever
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -208,6 +219,24 @@ class Script:
     def to_json(self) -> dict[str, Any]:
         """The script as GET /_script shows it."""
         return {"rules": [r.to_json() for r in self.rules], "default_text": self.default_text}
+
+
+def token_id(piece: str, generated: bool) -> int:
+    """The fake's vocabulary: a token's id spells its text (so any id decodes without a
+    table, across restarts) and says whether the model generated it (the low bit)."""
+    return (int.from_bytes(piece.encode("utf-8"), "big") << 1) | int(generated)
+
+
+def token_text(token: int) -> tuple[str, bool]:
+    value = token >> 1
+    data = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return data.decode("utf-8", "replace"), bool(token & 1)
+
+
+def prompt_token_ids(prompt: str) -> list[int]:
+    return [
+        token_id(prompt[i : i + PROMPT_PIECE], False) for i in range(0, len(prompt), PROMPT_PIECE)
+    ]
 
 
 def plan_chunks(
@@ -479,6 +508,10 @@ class CompletionRequest:
     model: str
     suffix: str | None
     include_usage: bool
+    return_token_ids: bool = False
+    generated: int = 0
+    """Tokens at the end of a token-id prompt that the model generated: a resumed stream,
+    which the fake continues where the earlier one was cut."""
 
     @classmethod
     def parse(cls, raw: bytes) -> tuple[Any, CompletionRequest]:
@@ -490,12 +523,16 @@ class CompletionRequest:
         if not isinstance(body, dict):
             raise BadRequest("request body must be a JSON object")
         prompt = body.get("prompt")
+        generated = 0
         if isinstance(prompt, str):
             match_text = prompt
         elif isinstance(prompt, list) and all(
-            isinstance(t, int) and not isinstance(t, bool) for t in prompt
+            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt
         ):
-            match_text = ""  # token ids: nothing to match rules against
+            pieces = [token_text(t) for t in prompt]
+            match_text = "".join(text for text, _ in pieces)
+            while generated < len(pieces) and pieces[len(pieces) - 1 - generated][1]:
+                generated += 1
         elif isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
             match_text = prompt[0]
         else:
@@ -519,7 +556,19 @@ class CompletionRequest:
             raise BadRequest("model and suffix must be strings")
         options = body.get("stream_options") or {}
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        return body, cls(prompt, match_text, max_tokens, stop, stream, model, suffix, include_usage)
+        return_ids = body.get("return_token_ids") is True
+        return body, cls(
+            prompt,
+            match_text,
+            max_tokens,
+            stop,
+            stream,
+            model,
+            suffix,
+            include_usage,
+            return_ids,
+            generated,
+        )
 
 
 class FakeServer:
@@ -632,7 +681,7 @@ class FakeServer:
             "id": self.model,
             "object": "model",
             "created": int(time.time()),
-            "owned_by": "fake",
+            "owned_by": "vllm",  # as vLLM says it: token ids and stop_token_ids accepted
             "root": self.model,
             "max_model_len": MAX_MODEL_LEN,
         }
@@ -748,9 +797,10 @@ class Completion:
         self.creq = creq
         self.watch = watch
         self.created = int(time.time())
-        self.chunks, self.finish = plan_chunks(
-            rule.text, creq.stop, creq.max_tokens, rule.chunk_chars
-        )
+        skip = creq.generated
+        budget = None if creq.max_tokens is None else creq.max_tokens + skip
+        chunks, self.finish = plan_chunks(rule.text, creq.stop, budget, rule.chunk_chars)
+        self.chunks = chunks[skip:]
 
     def usage(self) -> dict[str, int]:
         """Token counts, with one 'token' per chunk (and ~4 chars per prompt token)."""
@@ -763,9 +813,22 @@ class Completion:
             "total_tokens": prompt_tokens + done,
         }
 
-    def choice(self, text: str, finish: str | None) -> dict[str, Any]:
-        """One choice object."""
-        return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+    def choice(self, text: str, finish: str | None, first: bool = False) -> dict[str, Any]:
+        """One choice object; with return_token_ids, one token per chunk, as vLLM sends
+        them (the prompt's ids in the first chunk only)."""
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": finish,
+        }
+        if self.creq.return_token_ids:
+            choice["token_ids"] = [token_id(text, True)] if text else []
+            if first:
+                prompt = self.creq.prompt
+                ids = prompt if isinstance(prompt, list) else prompt_token_ids(prompt)
+                choice["prompt_token_ids"] = ids
+        return choice
 
     def envelope(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         """The fields around the choices in every completion object."""
@@ -858,7 +921,7 @@ class Completion:
             if await self.watch.sleep(delay / 1000):
                 return False
             last = normal and i == len(self.chunks) - 1
-            choice = self.choice(self.chunks[i], self.finish if last else None)
+            choice = self.choice(self.chunks[i], self.finish if last else None, first=i == 0)
             if not await self.data(self.envelope([choice])):
                 return False
             if event.first_chunk_at is None:
@@ -869,6 +932,11 @@ class Completion:
             return False
         if rule.behaviour == "drop":
             return self.drop()
+        if rule.behaviour == "corrupt":
+            if not await self.data(self.envelope([self.choice(CORRUPT_TEXT, None)])):
+                return False
+            event.text += CORRUPT_TEXT
+            return await self.stall()
         if rule.behaviour in ("stall", "stall_forever"):
             return await self.stall()
         if rule.behaviour == "garbage":

@@ -112,3 +112,13 @@ def test_bad_prompt_settings_are_named() -> None:
 def test_budget_shares_must_leave_room_for_the_prefix() -> None:
     with pytest.raises(SettingsError, match=r"leave at least 0\.1 for the prefix.*= 0\.95"):
         load_settings({"completion": {"suffixShare": 0.5, "crossFileShare": 0.45}}, environ={})
+
+
+def test_refactor_settings_have_defaults_and_named_bounds() -> None:
+    refactor = load_settings(environ={}).refactor
+    assert (refactor.max_tokens, refactor.context_tokens) == (2048, 6144)
+    assert (refactor.timeout_ms, refactor.max_lines) == (60_000, 400)
+    custom = load_settings({"refactor": {"maxTokens": 512, "timeoutMs": 5000}}, environ={})
+    assert (custom.refactor.max_tokens, custom.refactor.timeout_ms) == (512, 5000)
+    with pytest.raises(SettingsError, match=r"refactor\.timeoutMs"):
+        load_settings({"refactor": {"timeoutMs": 10}}, environ={})

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with or without tests/__init__
 
-from fake_openai import FakeBackend, FakeBackendError, plan_chunks
+from fake_openai import FakeBackend, FakeBackendError, plan_chunks, prompt_token_ids
 
 
 @pytest.fixture
@@ -109,7 +109,8 @@ def test_empty_text_still_sends_finish_reason(fake: FakeBackend, client: httpx.C
 
 def test_non_stream_and_token_prompt(fake: FakeBackend, client: httpx.Client) -> None:
     fake.script([{"match": "", "text": "matched"}], default_text="default")
-    r = client.post(f"{fake.url}/completions", json=body(prompt=[1, 2, 3], stream=False))
+    prompt = prompt_token_ids("some prompt")
+    r = client.post(f"{fake.url}/completions", json=body(prompt=prompt, stream=False))
     assert r.status_code == 200
     data = r.json()
     assert data["choices"][0]["text"] == "matched"

@@ -34,8 +34,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-CANARY = "still_here()"
-CANARY_DOC = "value = █\n"
+CANARY = "  # still here"
+"""A comment: it parses after any complete statement, so the parse filter keeps it."""
+CANARY_DOC = "value = 1█\n"
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 
@@ -76,7 +77,7 @@ async def raw_request(client: LanguageClient, method: str, params: object) -> An
 # --------------------------------------------------------------------------- positions
 
 SHORT = "def f():\n    return 1\n"  # two lines of 8 and 12 characters, then an empty one
-CRLF = "a = 1\r\nb = 2\r\n"
+CRLF = "a = f\r\nb = 2\r\n"  # the canary after `f` still parses: "a = fstill_here()"
 
 
 async def test_positions_outside_the_document_get_an_error_naming_the_position(
@@ -126,7 +127,7 @@ async def test_positions_outside_the_document_get_an_error_naming_the_position(
     assert await suggestion(vscode, uri, types.Position(line=2, character=0)) == CANARY
     assert fake.events()[-1]["prompt"].endswith("return 1\n<|fim_suffix|><|fim_middle|>")
     assert await suggestion(vscode, crlf, types.Position(line=0, character=5)) == CANARY
-    assert "a = 1<|fim_suffix|>\r\nb = 2" in fake.events()[-1]["prompt"]
+    assert "a = f<|fim_suffix|>\r\nb = 2" in fake.events()[-1]["prompt"]
 
 
 # --------------------------------------------------------------------------- documents
@@ -388,6 +389,8 @@ async def test_positions_count_utf16_units_around_non_bmp_characters(
 ) -> None:
     """VS Code counts columns in UTF-16 code units: 😀 and 𝄞 are two each, é one."""
     canary = await open_canary(vscode, fake, workspace)
+    in_tuple = "still_here(),"  # parses in the middle of the tuple, where the cursor is
+    fake.script([{"match": '<|fim_suffix|>"🎉")', "text": in_tuple + "\n"}], CANARY + "\n")
     line0 = 'title = "😀 café 𝄞"'
     before, after = 'pair = ("𝄞😀", ', '"🎉")'
     text = f"{line0}\n{before}{after}\n"
@@ -396,7 +399,7 @@ async def test_positions_count_utf16_units_around_non_bmp_characters(
     position = types.Position(line=1, character=utf16_units(before))
     assert position.character == len(before) + 2
     items = await inline_items(vscode, uri, position)
-    assert [item.insert_text for item in items] == [CANARY]
+    assert [item.insert_text for item in items] == [in_tuple]
     assert items[0].range == types.Range(start=position, end=position)
     prompt = fake.events()[-1]["prompt"]
     assert f"<|fim_prefix|>{line0}\n{before}<|fim_suffix|>{after}\n<|fim_middle|>" in prompt
@@ -414,7 +417,7 @@ async def test_positions_count_utf16_units_around_non_bmp_characters(
     after_emoji = types.Position(line=1, character=utf16_units('pair = ("𝄞😀'))
     vscode.text_document_did_change(partial_change(uri, 2, after_emoji, after_emoji, "ü"))
     position = types.Position(line=1, character=utf16_units(before) + 1)
-    assert await suggestion(vscode, uri, position) == CANARY
+    assert await suggestion(vscode, uri, position) == in_tuple
     edited = 'pair = ("𝄞😀ü", <|fim_suffix|>"🎉")\n<|fim_middle|>'
     assert fake.events()[-1]["prompt"].endswith(f"<|fim_prefix|>{line0}\n{edited}")
     await still_serving(vscode, canary)

@@ -9,12 +9,13 @@ closed; the requirement is that a cancelled request's stream is closed within 50
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import start_session
+from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
@@ -229,3 +230,27 @@ async def test_a_burst_of_keystrokes_leaves_no_stream_open_and_the_server_health
 
     fake.script([], default_text="_total(items)\n")
     assert await suggestion(patient, uri, types.Position(line=0, character=11)) == "_total(items)"
+
+
+async def test_the_global_limit_queues_requests_of_other_documents(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """With one request slot, a second document's request waits until the first one's
+    stream ends; both are answered, and the wait shows as the `queue` stage."""
+    settings = fast_settings(fake.url, maxConcurrentRequests=1)
+    settings["log"] = {"level": "debug"}
+    await start_session(fresh, "vscode", workspace, settings)
+    fake.script([{"text": "slow_answer()\n", "first_delay_ms": 400}])
+    text, position = cursor_at("x = █\n")
+    first = open_document(fresh, workspace / "first.py", text)
+    second = open_document(fresh, workspace / "second.py", text)
+
+    answers = await asyncio.gather(
+        suggestion(fresh, first, position), suggestion(fresh, second, position)
+    )
+
+    assert answers == ["slow_answer()", "slow_answer()"]
+    one, two = sorted(fake.events(), key=lambda event: event["received_at"])
+    assert two["received_at"] >= one["closed_at"]  # never two streams at once
+    queued = [float(ms) for ms in re.findall(r"queue ([0-9.]+) ms", logs(fresh))]
+    assert len(queued) == 2 and max(queued) >= 300

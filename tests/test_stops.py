@@ -78,3 +78,54 @@ def test_salvage_of_a_broken_stream_keeps_whole_lines_of_a_block_only() -> None:
     assert salvage("a = 1\n    b = 2\n    c = wor", block) == "a = 1\n    b = 2"
     assert salvage("a = partial", block) == ""
     assert salvage("anything", analyse_cursor("x = ", "")) == ""
+
+
+def test_unindented_blank_line_takes_its_block_from_the_lines_around() -> None:
+    shape = analyse_cursor('def f(xs):\n    """Doc."""\n', "\n        return x\n")
+    assert shape.mode is Mode.BLOCK
+    assert shape.block_indent == 4
+    restart = "    for x in xs:\n        print(x)\nfrom typing import List\n"
+    assert apply_stops(restart, shape, final=False) == ("    for x in xs:\n        print(x)", True)
+
+
+def test_unindented_blank_line_under_an_opener_wants_a_deeper_block() -> None:
+    shape = analyse_cursor("def f(xs):\n", "\n\ndef g():\n    pass\n")
+    assert shape.block_indent == 1
+    assert apply_stops("    return 1\ndef h():", shape, final=False) == ("    return 1", True)
+
+
+def test_line_mode_stops_before_a_bracket_the_suffix_closes() -> None:
+    shape = analyse_cursor("total = compute(", ")\n")
+    assert shape.closer == ")"
+    assert apply_stops("a, b(c)) + 1", shape, final=False) == ("a, b(c)", True)
+    assert apply_stops("a, b(c", shape, final=False) == ("a, b(c", False)
+
+
+def test_line_mode_keeps_a_bracket_the_suffix_does_not_close() -> None:
+    shape = analyse_cursor("total = compute(", "\n")
+    assert apply_stops("a, b) + 1\n", shape, final=False) == ("a, b) + 1", True)
+
+
+def test_brackets_in_strings_and_comments_do_not_count() -> None:
+    shape = analyse_cursor("log(", ")\n")
+    assert apply_stops("')' + x)", shape, final=False) == ("')' + x", True)
+    block = analyse_cursor("int f() {\n", "}\n")
+    text = "    // a } in a comment\n    return 1;\n}\n"
+    assert apply_stops(text, block, final=False) == ("    // a } in a comment\n    return 1;", True)
+
+
+def test_block_mode_stops_at_a_closing_bracket_the_suffix_supplies() -> None:
+    shape = analyse_cursor("items = [\n", "];\nnext();\n")
+    assert shape.closer == "]"
+    assert apply_stops("    1,\n    2,\n];\nmore", shape, final=False) == ("    1,\n    2,", True)
+
+
+def test_block_mode_drops_a_line_repeated_in_a_loop() -> None:
+    shape = analyse_cursor("def f():\n    ", "\n")
+    text = "x += 1\n    x += 1\n    x += 1\n"
+    assert apply_stops(text, shape, final=False) == ("x += 1", True)
+
+
+def test_trailing_whitespace_is_trimmed_from_every_line() -> None:
+    shape = analyse_cursor("def f():\n    ", "\n")
+    assert apply_stops("a = 1   \n    b = 2\t\n\n", shape, final=True) == ("a = 1\n    b = 2", True)

@@ -19,14 +19,18 @@ import httpx
 import pytest
 import pytest_lsp
 from conftest import CONFIG, start_session
+from cutting_proxy import CuttingProxy
 from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from server.backend import CompletionBackend, CompletionRequest, StreamStats
 from server.complete import CursorContext, plan_request
-from server.config import CompletionSettings
+from server.config import BackendSettings, CompletionSettings
 from server.local_vllm import headstart_home, start_local_vllm
+from server.resume import ResumePolicy, resumable_stream
 from server.stops import apply_stops
+from server.tokens import load_token_counter
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]  # vLLM's start counts too
 
@@ -111,7 +115,8 @@ async def test_completion_fallback_works_against_vllm(
     fresh: LanguageClient, vllm_url: str, workspace: Path
 ) -> None:
     await start_session(fresh, "neovim", workspace, {"backend": {"url": vllm_url, **CPU_SETTINGS}})
-    marked = "def area(width, height):\n    return width█\n"
+    # in a comment, so that whatever the random weights say still parses
+    marked = "def area(width, height):\n    return width  # the width█\n"
     text, position = cursor_at(marked)
     uri = open_document(fresh, workspace / "area.py", text)
 
@@ -174,3 +179,50 @@ async def wait_for_metric(url: str, name: str, ok: Callable[[float], bool]) -> N
             return
         await asyncio.sleep(0.05)
     pytest.fail(f"{name} never satisfied the condition (last {metric(url, name)})")
+
+
+async def test_a_broken_stream_is_resumed_into_vllms_own_answer(vllm_url: str) -> None:
+    """The resume protocol against the real thing: vLLM returns token ids, takes a
+    token-id prompt, and the continuation after a connection reset is exactly the
+    unbroken stream's text, wherever the reset falls."""
+    upstream = httpx.URL(vllm_url)
+    proxy = CuttingProxy(upstream.host, upstream.port or 80)
+    port = await proxy.start()
+    backend = CompletionBackend(
+        BackendSettings(
+            url=f"http://127.0.0.1:{port}{upstream.path}",
+            first_chunk_timeout_ms=60_000,
+            chunk_gap_ms=60_000,
+            total_timeout_ms=120_000,
+        )
+    )
+    request = CompletionRequest(
+        prompt="def fibonacci(n):\n    ", max_tokens=24, stop=["<|endoftext|>"]
+    )
+    policy = ResumePolicy(backoff_ms=0)
+    model = (await backend.model()).root
+    counter = await asyncio.to_thread(load_token_counter, None, model or "")
+    assert counter.exact, "the model folder's tokenizer decodes the token ids"
+
+    async def run() -> tuple[str, int]:
+        stats = StreamStats()
+        text = ""
+        stream = resumable_stream(backend, request, policy, stats, counter.decode)
+        async for snapshot in stream:
+            text = snapshot
+        return text, stats.resumes
+
+    try:
+        unbroken, _ = await run()
+        size = proxy.last_response_bytes
+        assert unbroken and size > 0
+        for fraction in (0.2, 0.5, 0.8):
+            proxy.cut = int(size * fraction)
+            resumed, resumes = await run()
+            assert resumes == 1
+            assert resumed == unbroken
+        resumed_prompts = [ids for ids in proxy.prompts if isinstance(ids, list)]
+        assert resumed_prompts, "the resumed requests send token ids"
+    finally:
+        await backend.aclose()
+        await proxy.close()

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# ON THE GPU MACHINE: HumanEval infilling through `headstart serve` (fim_server_eval.py),
+# scored there by the eval's fim_eval.py. Writes under $OUT: <set>.jsonl (completions),
+# <set>_summary.json, and with RAW=1 the model's raw outputs for the server's prompts
+# (<set>_raw.jsonl, to replay the filters offline), run.log.
+#
+# Before (here): benchmarks/stage_gpu_eval.sh, and the eval's FIM runner and data:
+#   mkdir -p .gpu/fim && cp -r ../shared/eval/fim/{fim_eval.py,data} .gpu/fim/
+# On the device, once vLLM serves the model at $ENDPOINT (../shared/tools/gpu/README.md):
+#   carry [".gpu/wheels", ".gpu/fim"]:  SETS="single multi" bash benchmarks/gpu_fim.sh
+# Env: ENDPOINT, SETS (single multi), RAW (0), SERVER (1: through the server), CONCURRENCY
+#   (32 documents in flight), STRIDE (1: every problem), SETTINGS (completion settings JSON).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-python3}
+endpoint=${ENDPOINT:-http://127.0.0.1:8000/v1}
+stage=${STAGE:-$repo/.gpu}
+site=${HS_SITE:-$HOME/hs-site}
+out=${OUT:-$repo/gpu-fim-out}
+mkdir -p "$out"
+exec > >(tee -a "$out/run.log") 2>&1
+tee_pid=$!
+trap 'exec >&- 2>&-; wait $tee_pid' EXIT
+export PYTHONUNBUFFERED=1
+step() { echo "== $(date +%T) $*"; }
+source "$repo/benchmarks/gpu_site.sh" || exit 1
+export PYTHONPATH="$site:$repo"
+fim="$stage/fim"
+for set in ${SETS:-single multi}; do
+  if [ "${RAW:-0}" = 1 ]; then
+    step "$set: raw model output for the server's prompts"
+    "$py" "$repo/benchmarks/fim_server_eval.py" --data "$fim/data" --dataset "$set" \
+      --endpoint "$endpoint" --raw "$out/${set}_raw.jsonl" --concurrency 64 \
+      --stride "${STRIDE:-1}"
+  fi
+  if [ "${SERVER:-1}" = 1 ]; then
+    step "$set: through the server"
+    "$py" "$repo/benchmarks/fim_server_eval.py" --data "$fim/data" --dataset "$set" \
+      --endpoint "$endpoint" --out "$out/$set.jsonl" --concurrency "${CONCURRENCY:-32}" \
+      --stride "${STRIDE:-1}" ${SETTINGS:+--settings "$SETTINGS"} \
+      --server-log "$out/${set}_server.log"
+    step "$set: scoring"
+    "$py" "$fim/fim_eval.py" --dataset "$set" --completions "$out/$set.jsonl" \
+      --workers "$(nproc)" --summary "$out/${set}_summary.json" > /dev/null
+    "$py" -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: s[k] for k in s if k in ('dataset','n','pass@1','exact_match','missing_completions')})" "$out/${set}_summary.json"
+  fi
+done

@@ -1,0 +1,8 @@
+rootProject.name = "headstart-jetbrains"
+
+pluginManagement {
+    repositories {
+        gradlePluginPortal()
+        mavenCentral()
+    }
+}

@@ -1,0 +1,51 @@
+"""Incremental re-parses give the tree a whole parse gives, and trees handed out stay put."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tree_sitter import Node
+
+from server.cursor import parse
+from server.trees import DocumentTrees, edit_span
+
+SOURCE = "def f(a):\n    return a + 1\n\n\nclass C:\n    x = 'é😀'\n"
+EDITS = st.lists(
+    st.tuples(st.floats(0, 1), st.integers(0, 6), st.sampled_from(["", "x", "\n", "(", "'", "é"])),
+    min_size=1,
+    max_size=6,
+)
+
+
+def shape(root: Node) -> list[tuple[str, int, int, tuple[int, int]]]:
+    """Every node's type, byte span and start point, in order."""
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append((node.type, node.start_byte, node.end_byte, tuple(node.start_point)))
+        stack.extend(reversed(node.children))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(edits=EDITS)
+def test_incremental_trees_equal_whole_parses(edits: list[tuple[float, int, str]]) -> None:
+    trees = DocumentTrees()
+    text = SOURCE
+    first = trees.tree("file:///a.py", text, "python")
+    assert first is not None
+    before = shape(first.root_node)
+    for where, span, inserted in edits:
+        start = int(where * len(text))
+        text = text[:start] + inserted + text[start + span :]
+        tree = trees.tree("file:///a.py", text, "python")
+        fresh = parse(text.encode(), "python")
+        assert tree is not None and fresh is not None
+        assert shape(tree.root_node) == shape(fresh), text
+    assert shape(first.root_node) == before  # the first tree was never edited
+
+
+def test_the_edit_span_is_the_smallest_changed_run() -> None:
+    assert edit_span(b"abcdef", b"abXYef") == (2, 4, 4)
+    assert edit_span(b"aaa", b"aaaa") == (3, 3, 4)
+    assert edit_span(b"same", b"same") == (4, 4, 4)
