@@ -54,7 +54,10 @@ def default_of(key: str) -> Any:
 
 def test_every_server_setting_is_contributed_and_nothing_else() -> None:
     contributed = {key.removeprefix("headstart.") for key in PROPERTIES if key not in CLIENT_ONLY}
-    assert contributed == set(SERVER)
+    missing, extra = set(SERVER) - contributed, contributed - set(SERVER)
+    assert not missing and not extra, (
+        f"clients/vscode/package.json: add headstart.{sorted(missing)}, remove {sorted(extra)}"
+    )
     assert all(key.startswith("headstart.") for key in PROPERTIES)
 
 
