@@ -7,11 +7,13 @@ import {
   DidChangeConfigurationNotification,
   LanguageClient,
   State,
+  WorkDoneProgressCancelNotification,
   type LanguageClientOptions,
   type Middleware,
   type ServerOptions,
 } from "vscode-languageclient/node";
 
+import { NotificationProgress } from "./progress";
 import { SECTION, serverKeys, serverLaunch, serverSettings } from "./settings";
 import { StatusBar, type BackendStatus, type ServerState } from "./statusBar";
 
@@ -20,6 +22,17 @@ const API_KEY_SECRET = "headstart.apiKey";
 
 /** Code actions of this kind (or under it) are what the refactor command offers. */
 const REFACTOR_KIND = "refactor";
+
+/** The server's command behind "rewrite with an instruction": the client asks for the text. */
+const REWRITE_COMMAND = "headstart.rewrite";
+
+/** Commands for one kind of the server's refactorings each (README: "Refactor code actions"). */
+const REFACTORINGS: Record<string, string> = {
+  "headstart.addDocstring": "refactor.rewrite.docstring",
+  "headstart.addTypeHints": "refactor.rewrite.typeHints",
+  "headstart.extractFunction": "refactor.extract.function",
+  "headstart.rewriteWithInstruction": "refactor.rewrite.instruction",
+};
 
 let headstart: Headstart | undefined;
 
@@ -37,18 +50,23 @@ class Headstart {
   private client: LanguageClient | undefined;
   private readonly output: vscode.LogOutputChannel;
   private readonly status: StatusBar;
+  private readonly notifications: NotificationProgress;
   private readonly keys: ReturnType<typeof serverKeys>;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel("Headstart", { log: true });
     this.status = new StatusBar("headstart.showMenu");
     this.status.setEnabled(this.enabled());
+    this.notifications = new NotificationProgress((token) => {
+      void this.client?.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+    });
     this.keys = serverKeys(context.extension.packageJSON);
     const command = (name: string, run: (...args: unknown[]) => unknown): vscode.Disposable =>
       vscode.commands.registerCommand(name, run);
     context.subscriptions.push(
       this.output,
       this.status,
+      this.notifications,
       command("headstart.enable", () => this.setEnabled(true)),
       command("headstart.disable", () => this.setEnabled(false)),
       command("headstart.restartServer", () => this.restart()),
@@ -56,6 +74,14 @@ class Headstart {
         this.output.show(true);
       }),
       command("headstart.refactor", (args) => this.refactor(args)),
+      command("headstart.addDocstring", () => this.refactor({ kind: REFACTORINGS["headstart.addDocstring"] })),
+      command("headstart.addTypeHints", () => this.refactor({ kind: REFACTORINGS["headstart.addTypeHints"] })),
+      command("headstart.extractFunction", () =>
+        this.refactor({ kind: REFACTORINGS["headstart.extractFunction"] }),
+      ),
+      command("headstart.rewriteWithInstruction", () =>
+        this.refactor({ kind: REFACTORINGS["headstart.rewriteWithInstruction"] }),
+      ),
       command("headstart.setApiKey", () => this.setApiKey()),
       command("headstart.showMenu", () => this.showMenu()),
       vscode.workspace.onDidChangeConfiguration((event) => this.configurationChanged(event)),
@@ -147,8 +173,30 @@ class Headstart {
         return result;
       },
       handleWorkDoneProgress: (token, params) => {
-        // shown in Headstart's own status bar item instead of a second, generic one
-        this.status.onProgress(String(token), params);
+        // cancellable work (a refactoring) as a notification with Cancel; the rest in
+        // Headstart's own status bar item rather than a second, generic one
+        if (!this.notifications.handle(String(token), params)) {
+          this.status.onProgress(String(token), params);
+        }
+      },
+      executeCommand: async (command, args: unknown[], next): Promise<unknown> => {
+        if (command !== REWRITE_COMMAND) {
+          return next(command, args);
+        }
+        const [target, ...rest] = args;
+        if (typeof target !== "object" || target === null || "instruction" in target) {
+          return next(command, args);
+        }
+        const instruction = await vscode.window.showInputBox({
+          title: "Headstart: rewrite",
+          prompt: "How should the code be rewritten?",
+          placeHolder: "e.g. use a dataclass; handle an empty list",
+          ignoreFocusOut: true,
+        });
+        if (!instruction?.trim()) {
+          return undefined;
+        }
+        return next(command, [{ ...target, instruction: instruction.trim() }, ...rest]);
       },
       workspace: {
         configuration: async (params, token, next) => {
@@ -209,7 +257,9 @@ class Headstart {
       void vscode.window.showInformationMessage("Headstart: open a file and select the code to refactor.");
       return;
     }
-    await vscode.commands.executeCommand("editor.action.codeAction", { kind, apply: "never" });
+    // a command for one kind applies its action at once when it is the only one offered
+    const apply = kind === REFACTOR_KIND ? "never" : "ifSingle";
+    await vscode.commands.executeCommand("editor.action.codeAction", { kind, apply });
   }
 
   private async setApiKey(): Promise<void> {
@@ -238,6 +288,10 @@ class Headstart {
       { label: "$(debug-restart) Restart the server", command: "headstart.restartServer" },
       { label: "$(output) Show the log", command: "headstart.showLog" },
       { label: "$(wand) Refactor…", command: "headstart.refactor" },
+      { label: "$(book) Add a docstring", command: "headstart.addDocstring" },
+      { label: "$(symbol-parameter) Add type hints", command: "headstart.addTypeHints" },
+      { label: "$(symbol-method) Extract the selected lines into a function", command: "headstart.extractFunction" },
+      { label: "$(edit) Rewrite with an instruction…", command: "headstart.rewriteWithInstruction" },
       { label: "$(key) Set the backend API key…", command: "headstart.setApiKey" },
       { label: "$(settings-gear) Settings", command: "headstart.openSettings" },
     ];
