@@ -64,6 +64,13 @@ LATENCY_TEXT = " = measure({k})"
 CHANGED_MAX_TOKENS = 7
 TOGGLE_WORD = "toggled"
 TOGGLE_SUGGESTED = " = True"
+MAIN_START = ORIGINAL.index("def main() -> None:")
+MAIN = "\n".join(ORIGINAL[MAIN_START : ORIGINAL.index("", MAIN_START)])
+DOCSTRING = '"""Stock a depot, ship from it and print its report."""'
+DOCUMENTED = MAIN.replace(":\n", f":\n    {DOCSTRING}\n", 1)
+INSTRUCTION = "call the depot Main depot"
+REWRITTEN = DOCUMENTED.replace('Warehouse("Depot")', 'Warehouse("Main depot")')
+FENCE = "\n```\nDone."
 SETTING_TITLE = "Headstart \u203a Completion: Max Tokens"
 """How the Settings editor titles headstart.completion.maxTokens."""
 
@@ -96,7 +103,13 @@ def rules() -> list[dict[str, Any]]:
         for k in reversed(range(KEYSTROKES))
     ]
     toggled = {"match": TOGGLE_WORD, "text": TOGGLE_SUGGESTED + "\n"}
-    return [toggled, *latency, {"match": ACCEPT_TYPED, "text": ACCEPT_SUGGESTED + "\n"}]
+    # refactorings: the code in the fence the prompt opened, as an instruct model answers
+    refactorings = [
+        {"match": f"follows: {INSTRUCTION}", "text": REWRITTEN + FENCE, "chunk_chars": 64},
+        {"match": "Add documentation to `main`", "text": DOCUMENTED + FENCE, "chunk_chars": 64},
+    ]
+    accept = {"match": ACCEPT_TYPED, "text": ACCEPT_SUGGESTED + "\n"}
+    return [*refactorings, toggled, *latency, accept]
 
 
 @contextlib.contextmanager
@@ -233,6 +246,12 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
             "expected": TOGGLE_SUGGESTED,
             "serverLog": str(output / "server.log"),
         },
+        "refactor": {
+            "line": MAIN_START + 2,  # inside main(), whose refactorings are offered
+            "docstring": DOCSTRING,
+            "instruction": INSTRUCTION,
+            "rewritten": 'Warehouse("Main depot")',
+        },
     }
     (output / "config.json").write_text(json.dumps(config, indent=2))
     with (
@@ -263,7 +282,7 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     assert results["ghostText"] == ACCEPT_SUGGESTED
     assert results["lineBeforeTab"] == ACCEPT_TYPED
     assert results["lineAfterTab"] == ACCEPT_TYPED + ACCEPT_SUGGESTED
-    saved = (project / "main.py").read_text().splitlines()
+    saved = results["savedAfterTab"].splitlines()
     assert saved[: len(ORIGINAL)] == ORIGINAL
     assert saved[len(ORIGINAL)] == ACCEPT_TYPED + ACCEPT_SUGGESTED
     prompts = [event["prompt"] for event in fake.events()]
@@ -274,8 +293,8 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     assert results["settingBefore"] == "64"
     assert results["settingChange"]["keysUntilApplied"] >= 1
     max_tokens = [event["max_tokens"] for event in fake.events()]
-    assert max_tokens[-1] == CHANGED_MAX_TOKENS
-    assert 64 in max_tokens  # the default, in the line-mode requests before the change
+    changed = max_tokens.index(CHANGED_MAX_TOKENS)
+    assert 64 in max_tokens[:changed]  # the default, in the line-mode requests before it
 
     # the commands: Disable stops the ghost text, Enable brings it back, Restart restarts,
     # Show the Log shows the server's log
@@ -285,6 +304,15 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     assert results["ghostAfterRestart"] == TOGGLE_SUGGESTED
     assert results["serverStarts"] == 2
     assert "server.lsp: inline completion in" in results["logPanel"]  # the server's log
+    server_log = (output / "server.log").read_text()
+    assert " ERROR " not in server_log, server_log
+
+    # the refactorings: the model's rewrites applied to main() (and saved), the instruction
+    # asked for in an input box and sent to the model
+    assert REWRITTEN in results["savedAtEnd"]
+    assert REWRITTEN in (project / "main.py").read_text()
+    assert "How should the code be rewritten?" in results["rewritePrompt"]
+    assert any(f"follows: {INSTRUCTION}" in prompt for prompt in prompts)
 
     samples = results["latency"]["samples"]
     assert [s["key"] for s in samples] == [f"{LATENCY_PREFIX}{k:02d}" for k in range(KEYSTROKES)]

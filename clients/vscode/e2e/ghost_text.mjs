@@ -1,6 +1,7 @@
 // Drives code-server in headless Chromium as a person would: open a file of the sample
 // project, type, wait for Headstart's ghost text, accept it with Tab, save; time keystroke
-// -> visible ghost text; change a setting in settings.json and see the server follow it.
+// -> visible ghost text; change a setting and see the server follow it; run the commands
+// (disable, enable, restart, log) and two refactorings.
 // Writes results.json and screenshots into `outDir`.
 //
 // Usage: node ghost_text.mjs CONFIG.json (tests/test_vscode_e2e.py writes it; see Config
@@ -17,6 +18,7 @@ const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text
  *   url: string, cdpUrl: string, outDir: string, file: string, path: string, timeoutMs?: number,
  *   change: {key: string, title: string, value: string, eventsUrl: string, maxTokens: number},
  *   commands: {word: string, expected: string, serverLog: string},
+ *   refactor: {line: number, docstring: string, instruction: string, rewritten: string},
  *   accept: {type: string, expected: string},
  *   latency: {count: number, prefix: string, text: string},
  * }} Config
@@ -129,6 +131,20 @@ async function timedKey(/** @type {string} */ key, /** @type {string} */ expecte
   return page.evaluate(() => /** @type {Marks} */ (/** @type {Window & {__headstart?: Marks}} */ (window).__headstart));
 }
 
+/**
+ * The file's text on disk once `done(text)` holds (a save is done when the disk says so: the
+ * tab's dirty mark goes earlier, before save participants have run).
+ */
+async function untilSaved(/** @type {(text: string) => boolean} */ done) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const text = readFileSync(config.path, "utf8");
+    if (done(text)) return text;
+    if (Date.now() > deadline) throw new Error(`${config.path} was not saved as expected`);
+    await page.waitForTimeout(50);
+  }
+}
+
 /** Run a command from the command palette by its title. */
 async function runCommand(/** @type {string} */ title) {
   await page.keyboard.press("F1");
@@ -211,13 +227,7 @@ try {
   results.lineAfterTab = await cursorLine();
   await shot("3-accepted");
   await page.keyboard.press("Control+S");
-  // The save is done when the file on disk holds the line (the tab's dirty mark goes
-  // earlier, before save participants have run).
-  const deadline = Date.now() + timeout;
-  while (!readFileSync(config.path, "utf8").includes(/** @type {string} */ (results.lineAfterTab))) {
-    if (Date.now() > deadline) throw new Error(`${config.path} was not saved with the accepted line`);
-    await page.waitForTimeout(50);
-  }
+  results.savedAfterTab = await untilSaved((text) => text.includes(/** @type {string} */ (results.lineAfterTab)));
   log("saved");
 
   log(`time ${config.latency.count} keystrokes to visible ghost text`);
@@ -322,6 +332,30 @@ try {
   await logView.waitFor({ timeout });
   results.logPanel = (await logView.textContent())?.replace(/\u00a0/g, " ");
   await shot("10-log");
+
+  log("refactorings from the command palette: Add a Docstring, Rewrite with an Instruction…");
+  const { line, docstring, instruction, rewritten } = config.refactor;
+  await page.keyboard.press("Control+P");
+  await page.locator(".quick-input-widget input").waitFor({ timeout });
+  await page.keyboard.type(`:${line}`);
+  await page.keyboard.press("Enter");
+  await runCommand("Headstart: Add a Docstring");
+  await page.locator(".monaco-editor .view-lines", { hasText: docstring }).first().waitFor({ timeout });
+  await shot("11-docstring");
+  await runCommand("Headstart: Rewrite with an Instruction…");
+  const box = page.locator(".quick-input-widget input");
+  await box.waitFor({ timeout });
+  results.rewritePrompt = await page.locator(".quick-input-widget .quick-input-message").textContent();
+  await box.fill(instruction);
+  await page.keyboard.press("Enter");
+  await page.locator(".monaco-editor .view-lines", { hasText: rewritten }).first().waitFor({ timeout });
+  await shot("12-rewritten");
+  // the refactoring's progress (a notification with Cancel) closes when the server ends it
+  const toast = page.locator(".notification-toast", { hasText: "Headstart: rewrite" });
+  results.progressToastSeen = (await toast.count()) > 0;
+  await toast.waitFor({ state: "detached", timeout });
+  await page.keyboard.press("Control+S");
+  results.savedAtEnd = await untilSaved((text) => text.includes(docstring) && text.includes(rewritten));
 } catch (error) {
   failed = true;
   results.error = error instanceof Error ? error.stack ?? error.message : String(error);
