@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +82,18 @@ def rules_for(before: str, line: str, start: int, token_ms: float, first_ms: flo
 
 
 async def replay(
-    root: Path, fake: FakeBackend, plan: list[tuple[Path, int, int]], reuse: bool, args: Any
+    root: Path,
+    fake: FakeBackend | None,
+    plan: list[tuple[Path, int, int]],
+    reuse: bool,
+    args: Any,
 ) -> tuple[list[dict[str, Any]], list[tuple[float, bool]]]:
     """Each request's round trip and whether the cache answered it; and the server's own
-    time per answered request (from its log), with whether the cache answered it."""
+    time per request (from its log), with whether the cache answered it. Against a real
+    backend (no fake), whether the cache answered is read from the server's log."""
     log_file = Path(tempfile.mkdtemp()) / "server.log"
     settings = {
-        "backend": {"url": fake.url},
+        "backend": {"url": fake.url if fake else args.endpoint},
         "completion": {"reuseTypedSuggestions": reuse},
         "log": {"level": "info", "file": str(log_file)},
     }
@@ -99,35 +105,53 @@ async def replay(
             lines = path.read_text().split("\n")
             target = lines[row]
             lines[row] = target[:start]
-            fake.script(
-                rules_for(
-                    "\n".join(lines[:row]) if row else "",
-                    target,
-                    start,
-                    args.token_ms,
-                    args.first_ms,
+            if fake is not None:
+                fake.script(
+                    rules_for(
+                        "\n".join(lines[:row]) if row else "",
+                        target,
+                        start,
+                        args.token_ms,
+                        args.first_ms,
+                    )
                 )
-            )
             document = editor.open(path, "\n".join(lines))
             for column in range(start, len(target)):
                 if column > start:
                     editor.type(document, row, column - 1, target[column - 1])
-                seen = len(fake.events())
+                seen = len(fake.events()) if fake else 0
                 text, ms = await editor.inline_completion(document, row, column)
                 records.append(
                     {
                         "ms": ms,
-                        "hit": len(fake.events()) == seen,
+                        "hit": bool(fake) and len(fake.events()) == seen,
                         "right": text == target[column:],
                     }
                 )
             editor.close(document)
-            fake.reset()
+            if fake is not None:
+                fake.reset()
     server_ms = [
         (float(found.group(1)), bool(found.group(2)))
         for found in SERVER_TIME.finditer(log_file.read_text() if log_file.exists() else "")
     ]
+    if fake is None and len(server_ms) == len(records):  # one log line per request
+        for record, (_, cached) in zip(records, server_ms, strict=True):
+            record["hit"] = cached
     return records, server_ms
+
+
+def prefix_cache(endpoint: str) -> tuple[float, float]:
+    """vLLM's prefix-cache counters (queried tokens, hit tokens) from /metrics."""
+    base = endpoint.rstrip("/").removesuffix("/v1")
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as reply:
+        body = reply.read().decode()
+    totals = {"queries": 0.0, "hits": 0.0}
+    for found in re.finditer(
+        r"^vllm:prefix_cache_(queries|hits)_total\{[^}]*\} ([0-9.e+]+)$", body, re.M
+    ):
+        totals[found.group(1)] += float(found.group(2))
+    return totals["queries"], totals["hits"]
 
 
 def line(name: str, values: list[float]) -> str:
@@ -166,12 +190,28 @@ async def main_async(args: Any) -> list[str]:
         "token (4 characters); it answers the real rest of the line",
         f"load: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start",
     ]
-    with FakeBackend() as fake:
+    if args.endpoint:
+        out[2] = f"backend: {args.endpoint} (a real model; the typed text is the real line)"
         for name, reuse in (("cache on", True), ("cache off (baseline)", False)):
+            before = prefix_cache(args.endpoint)
             started = time.perf_counter()
-            records, server_ms = await replay(root, fake, plan, reuse, args)
+            records, server_ms = await replay(root, None, plan, reuse, args)
             out += report(name, records, server_ms)
             out.append(f"  replay took {time.perf_counter() - started:.1f} s")
+            after = prefix_cache(args.endpoint)
+            queries, hits = after[0] - before[0], after[1] - before[1]
+            if queries:
+                out.append(
+                    f"  vLLM prefix cache: {hits:.0f} of {queries:.0f} prompt tokens hit "
+                    f"({hits / queries:.1%})"
+                )
+    else:
+        with FakeBackend() as fake:
+            for name, reuse in (("cache on", True), ("cache off (baseline)", False)):
+                started = time.perf_counter()
+                records, server_ms = await replay(root, fake, plan, reuse, args)
+                out += report(name, records, server_ms)
+                out.append(f"  replay took {time.perf_counter() - started:.1f} s")
     out.append(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return out
 
@@ -184,6 +224,7 @@ def main() -> int:
     parser.add_argument("--first-ms", type=float, default=20.0, help="time to first token")
     parser.add_argument("--token-ms", type=float, default=2.0, help="delay per token")
     parser.add_argument("--out", type=Path, help="also write the report here")
+    parser.add_argument("--endpoint", help="a real backend (vLLM) instead of the fake model")
     args = parser.parse_args()
     out = asyncio.run(main_async(args))
     print("\n".join(out))

@@ -28,7 +28,7 @@ from server.config import BackendSettings, CompletionSettings
 from server.context import Budget, ContextBuilder
 from server.prompt import PromptTemplate, choose_template
 from server.resume import Decode, ResumePolicy, resumable_stream
-from server.stops import CursorShape, Mode, apply_stops, salvage
+from server.stops import CursorShape, Mode, analyse_cursor, apply_stops, indent_width, salvage
 from server.syntax_check import keep_parsing
 from server.tokens import TokenCounter, load_token_counter
 
@@ -73,6 +73,9 @@ class Suggestion:
     (waiting for a request slot), first_chunk, stream, filters, total."""
     error: str | None = None
     resumes: int = 0
+    more: asyncio.Task[str] | None = None
+    """The stream kept going in the background after a one-line suggestion: it gives the
+    suggestion with the lines that follow it, to the end of the block."""
 
 
 JOIN_SLACK = 4
@@ -133,11 +136,10 @@ def plan_request(
         prefix=context.prefix,
         suffix=context.suffix,
     )
+    one_line = shape.mode is Mode.LINE and not settings.continue_in_background
     request = CompletionRequest(
         prompt=prompt.text,
-        max_tokens=settings.max_tokens
-        if shape.mode is Mode.LINE
-        else settings.multiline_max_tokens,
+        max_tokens=settings.max_tokens if one_line else settings.multiline_max_tokens,
         stop=prompt.stop,
         stop_token_ids=prompt.stop_token_ids,
         temperature=settings.temperature,
@@ -191,9 +193,12 @@ class Completer:
         request, shape = plan_request(ctx, settings, prompting)
         decode = prompting.counter.decode if prompting.counter.exact else None
         queued = time.perf_counter()
+        follow = settings.continue_in_background and shape.mode is Mode.LINE
         async with self.slots(settings.max_concurrent_requests):
             stats = StreamStats()
-            text, error = await self._stream_until_stop(request, shape, stats, decode)
+            text, error, rest = await self._stream_until_stop(
+                request, shape, stats, decode, keep_open=follow
+            )
         streamed = time.perf_counter()
         text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
         finished = time.perf_counter()
@@ -208,7 +213,33 @@ class Completer:
             "total": (finished - started) * 1000,
         }
         suggestion.resumes = stats.resumes
+        if rest is not None:
+            stream, received = rest
+            block = continuation_shape(ctx, shape)
+            suggestion.more = asyncio.create_task(self._continue(stream, received, block, ctx))
         return suggestion
+
+    async def _continue(
+        self, stream: AsyncGenerator[str], received: str, block: CursorShape, ctx: CursorContext
+    ) -> str:
+        """The rest of a one-line suggestion's stream, cut by the block's stop rules."""
+        text = received
+        timeout_s = self.backend.settings.total_timeout_ms / 1000
+        try:
+            async with asyncio.timeout(timeout_s):
+                async for snapshot in stream:
+                    text = snapshot
+                    kept, done = apply_stops(text, block, final=False)
+                    if done:
+                        break
+                else:
+                    kept = apply_stops(text, block, final=True)[0]
+        except (BackendError, TimeoutError) as exc:
+            kept = salvage(text, block)
+            log.debug("background continuation ended early: %s", exc or "timeout")
+        finally:
+            await stream.aclose()
+        return keep_parsing(ctx.text, ctx.offset, kept, ctx.language)
 
     async def _stream_until_stop(
         self,
@@ -216,7 +247,11 @@ class Completer:
         shape: CursorShape,
         stats: StreamStats,
         decode: Decode | None = None,
-    ) -> tuple[str, str | None]:
+        keep_open: bool = False,
+    ) -> tuple[str, str | None, tuple[AsyncGenerator[str], str] | None]:
+        """The suggestion, the error that ended it early, and, with `keep_open`, the
+        still-open stream and its text so far, when the suggestion was complete before the
+        stream was."""
         received = ""
         timeout_s = self.backend.settings.total_timeout_ms / 1000
         policy = resume_policy(self.backend.settings)
@@ -225,22 +260,47 @@ class Completer:
                 stream: AsyncGenerator[str] = resumable_stream(
                     self.backend, request, policy, stats, decode
                 )
+                handed_over = False
                 try:
                     async for snapshot in stream:
                         received = snapshot
                         kept, done = apply_stops(received, shape, final=False)
                         if done:
-                            return kept, None
+                            handed_over = keep_open
+                            return kept, None, (stream, received) if keep_open else None
                 finally:
-                    await stream.aclose()
-            return apply_stops(received, shape, final=True)[0], None
+                    if not handed_over:
+                        await stream.aclose()
+            return apply_stops(received, shape, final=True)[0], None, None
         except BackendError as exc:
             error = str(exc)
         except TimeoutError:
             error = f"completion took longer than {timeout_s * 1000:.0f} ms"
         kept = salvage(received, shape)
         log.warning("backend: %s (kept %d of %d characters)", error, len(kept), len(received))
-        return kept, error
+        return kept, error, None
+
+
+def continuation_shape(ctx: CursorContext, shape: CursorShape) -> CursorShape:
+    """The stop rules for the lines after a one-line suggestion: the block the cursor's
+    line is in goes on while lines keep at least that line's indentation."""
+    line_start = ctx.text.rfind("\n", 0, ctx.offset) + 1
+    line = ctx.text[line_start : ctx.offset]
+    return dataclasses.replace(
+        shape, mode=Mode.BLOCK, block_indent=indent_width(line), closer=None, first_indent=0
+    )
+
+
+def cut_for_cursor(rest: str, ctx: CursorContext) -> str:
+    """What to show of a remembered suggestion's rest at this cursor: in the middle of a
+    line, that line only (or, at its end, the next line); on a blank line, all of it."""
+    if "\n" not in rest:
+        return rest
+    shape = analyse_cursor(ctx.text[: ctx.offset], ctx.text[ctx.offset : ctx.offset + 400])
+    if shape.mode is Mode.BLOCK:
+        return rest
+    end = rest.find("\n", 1 if rest.startswith("\n") else 0)
+    return rest if end < 0 else rest[:end]
 
 
 def resume_policy(settings: BackendSettings) -> ResumePolicy:

@@ -109,6 +109,11 @@ class CompletionSettings(_Section):
     reuse_typed_suggestions: bool = Field(
         True, description="Answer typing that follows a shown suggestion with its rest."
     )
+    continue_in_background: bool = Field(
+        True,
+        description="After a one-line suggestion, keep its stream to the end of the block "
+        "so that accepting the line is followed at once by the next.",
+    )
     languages: dict[str, bool] = Field(
         default_factory=lambda: {"*": True, "plaintext": False},
         description="Per languageId on/off; '*' is the default for the rest.",

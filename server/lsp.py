@@ -25,7 +25,7 @@ from cache.paths import display_path, uri_to_path
 from server import __version__
 from server import lsp_features as features
 from server.backend import BackendError, CompletionBackend
-from server.complete import Completer, CursorContext, LatestOnly, Suggestion
+from server.complete import Completer, CursorContext, LatestOnly, Suggestion, cut_for_cursor
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.project import ProjectCache
@@ -58,6 +58,8 @@ class HeadstartServer(LanguageServer):
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
+        self.following: dict[str, asyncio.Task[str]] = {}
+        """Per document, the stream kept going after a one-line suggestion (at most one)."""
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
         self.project = ProjectCache()
@@ -87,6 +89,8 @@ class HeadstartServer(LanguageServer):
             old = self.backend
             self.backend = CompletionBackend(settings.backend, settings.api_key())
             self.completer = Completer(self.backend)
+            for uri in list(self.following):
+                self.stop_following(uri)
             await self.latest.cancel_all()
             self.shown.clear()
             await old.aclose()
@@ -261,7 +265,9 @@ class HeadstartServer(LanguageServer):
                     len(hit.rest),
                     elapsed_ms,
                 )
-                return Suggestion(text=hit.rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
+                rest = cut_for_cursor(hit.rest, ctx) if hit.meta is Mode.LINE else hit.rest
+                return Suggestion(text=rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
+        self.stop_following(uri)
         suggestion = await self.latest.run(
             uri, self.completer.complete(ctx, self.settings.completion)
         )
@@ -269,6 +275,8 @@ class HeadstartServer(LanguageServer):
             self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
         if reuse and suggestion is not None and suggestion.error is None:
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
+        if suggestion is not None and suggestion.more is not None:
+            self.follow(uri, ctx, suggestion.text, suggestion.more)
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
             resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
@@ -281,6 +289,33 @@ class HeadstartServer(LanguageServer):
                 resumed,
             )
         return suggestion
+
+    def follow(self, uri: str, ctx: CursorContext, shown: str, more: asyncio.Task[str]) -> None:
+        """Remember the lines that follow a one-line suggestion when its stream ends, so
+        that accepting the line is followed at once by the next (no model request)."""
+        self.stop_following(uri)
+        self.following[uri] = more
+
+        def done(task: asyncio.Task[str]) -> None:
+            if self.following.get(uri) is task:
+                del self.following[uri]
+            if task.cancelled() or task.exception() is not None:
+                return
+            block = task.result()
+            if block.startswith(shown) and len(block) > len(shown):
+                self.shown.remember(uri, ctx.text, ctx.offset, block, Mode.LINE)
+                log.debug(
+                    "%s: %d more lines of the suggestion, continued in the background",
+                    uri,
+                    block.count("\n"),
+                )
+
+        more.add_done_callback(done)
+
+    def stop_following(self, uri: str) -> None:
+        task = self.following.pop(uri, None)
+        if task is not None:
+            task.cancel()
 
 
 def checked_offset(document: TextDocument, position: types.Position) -> int:
@@ -410,6 +445,7 @@ def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> No
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
     ls.shown.forget(params.text_document.uri)
+    ls.stop_following(params.text_document.uri)
     ls.semantic_tokens.forget(params.text_document.uri)
     ls.trees.forget(params.text_document.uri)
     path = uri_to_path(params.text_document.uri)
@@ -433,6 +469,8 @@ async def inline_completion(
     ctx = ls.cursor_context(params.text_document.uri, params.position)
     suggestion = await ls.suggest(params.text_document.uri, ctx)
     if suggestion is None or not suggestion.text:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        log.info("inline completion in %.2f ms (no suggestion)", elapsed_ms)
         return types.InlineCompletionList(items=[])
     log.info(
         "inline completion in %.2f ms (%s, %d chars%s)",
@@ -549,6 +587,8 @@ async def shutdown(ls: HeadstartServer, params: None) -> None:
     ls.shutdown_requested = True
     if ls._probe is not None:
         ls._probe.cancel()
+    for uri in list(ls.following):
+        ls.stop_following(uri)
     await ls.latest.cancel_all()
     await ls.stop_indexing()
     await ls.backend.aclose()

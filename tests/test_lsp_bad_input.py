@@ -241,7 +241,7 @@ async def test_bad_initialization_options_are_logged_by_field_and_the_defaults_u
     assert "backend.connectTimeoutMs: Input should be a valid integer" in log
     canary = await open_canary(fresh, fake, workspace)
     await still_serving(fresh, canary)
-    assert fake.events()[-1]["max_tokens"] == 64  # the default, not the rejected 7
+    assert fake.events()[-1]["max_tokens"] == 128  # the default (multilineMaxTokens), not 7
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,7 @@ async def test_initialization_options_that_are_not_an_object_are_logged_and_igno
     assert f"initializationOptions must be an object, got {kind}; using the defaults" in log
     canary = await open_canary(fresh, fake, workspace)
     await still_serving(fresh, canary)
-    assert fake.events()[-1]["max_tokens"] == 64
+    assert fake.events()[-1]["max_tokens"] == 128  # line mode goes on in the background
 
 
 async def test_a_settings_section_that_is_not_an_object_keeps_the_last_good_settings(
@@ -296,7 +296,7 @@ async def test_unknown_settings_keys_are_rejected_by_name(
     assert "completions: Extra inputs are not permitted" in log
     assert any("backend.urll" in message.message for message in vscode.messages)
     await still_serving(vscode, canary)
-    assert fake.events()[-1]["max_tokens"] == 64
+    assert fake.events()[-1]["max_tokens"] == 128  # line mode goes on in the background
 
 
 # --------------------------------------------------------------------------- raw stdio

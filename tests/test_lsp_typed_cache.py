@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import CONFIG, fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, partial_change, suggestion
+from lsp_helpers import cursor_at, logs, open_document, partial_change, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import LanguageClient, fixture
 
@@ -172,3 +172,39 @@ async def test_the_setting_turns_reuse_off(
     editor.type("tot")
     assert await editor.ask() == MODEL
     assert len(fake.events()) == 2
+
+
+BLOCK_AFTER = "total_value(warehouse)\n    net += tax(net)\n    log(net)\n    return net\n"
+"""The model's answer at `net = █`: the line, then the lines that follow it in the block
+(its stream goes on after the one-line suggestion is shown)."""
+
+
+async def test_accepting_a_line_is_followed_at_once_by_the_next(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    fake.script([{"match": "net = <|fim_suffix|>", "text": BLOCK_AFTER}], default_text=MODEL)
+    editor = Editor(debug, workspace / "inventory" / "report.py", SOURCE)
+    assert await editor.ask() == SUGGESTION
+    await wait_for_log(debug, "more lines of the suggestion, continued in the background")
+    assert fake.events()[0]["completed"]  # the stream ran to the end of the block
+
+    editor.type(SUGGESTION[:5])  # typing through the line: the rest of that line only
+    assert await editor.ask() == SUGGESTION[5:]
+    editor.type(SUGGESTION[5:])  # at its end: the next line
+    assert await editor.ask() == "\n    net += tax(net)"
+    editor.type("\n    ")  # Tab, Enter, and the editor's indentation: the rest of the block
+    assert await editor.ask() == "net += tax(net)\n    log(net)"
+    assert len(fake.events()) == 1
+
+
+async def test_a_keystroke_off_the_suggestion_stops_the_background_stream(
+    debug: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    slow = {"match": "net = <|fim_suffix|>", "text": BLOCK_AFTER, "chunk_chars": 6}
+    fake.script([{**slow, "chunk_delay_ms": 150}], default_text=MODEL)
+    editor = Editor(debug, workspace / "inventory" / "report.py", SOURCE)
+    assert await editor.ask() == SUGGESTION
+    editor.type("x")  # not what was suggested: a new request, and the old stream ends
+    assert await editor.ask() == MODEL
+    first = (await fake.wait_for_async(lambda events: events[0]["closed_by"] is not None))[0]
+    assert first["closed_by"] == "client" and not first["completed"]

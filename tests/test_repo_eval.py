@@ -87,7 +87,7 @@ def test_the_server_answers_a_task_in_the_baselines_format(
     assert record["latency_s"] > 0
     [event] = fake.events()
     assert event["body"]["temperature"] == 0
-    assert event["body"]["max_tokens"] == 64
+    assert event["body"]["max_tokens"] == 128  # a line, then the block in the background
     prompt = event["prompt"]
     assert prompt.startswith("<|repo_name|>tinypkg\n")
     assert "<|file_sep|>tinypkg/util.py\ndef helper(a, b):" in prompt  # the module's definition
