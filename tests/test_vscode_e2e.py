@@ -61,7 +61,9 @@ ACCEPT_TYPED = "report = stock"
 ACCEPT_SUGGESTED = '_report(Warehouse("Depot"))'
 LATENCY_PREFIX = "v"
 LATENCY_TEXT = " = measure({k})"
-CHANGED_MAX_TOKENS = 7
+CHANGED_MAX_TOKENS = 77
+"""For multilineMaxTokens, the cap of every completion request while completion.continueInBackground
+(the default) has one-line suggestions stream on to the end of the block."""
 TOGGLE_WORD = "toggled"
 TOGGLE_SUGGESTED = " = True"
 MAIN_START = ORIGINAL.index("def main() -> None:")
@@ -71,8 +73,8 @@ DOCUMENTED = MAIN.replace(":\n", f":\n    {DOCSTRING}\n", 1)
 INSTRUCTION = "call the depot Main depot"
 REWRITTEN = DOCUMENTED.replace('Warehouse("Depot")', 'Warehouse("Main depot")')
 FENCE = "\n```\nDone."
-SETTING_TITLE = "Headstart \u203a Completion: Max Tokens"
-"""How the Settings editor titles headstart.completion.maxTokens."""
+SETTING_TITLE = "Headstart \u203a Completion: Multiline Max Tokens"
+"""How the Settings editor titles headstart.completion.multilineMaxTokens."""
 
 USER_SETTINGS: dict[str, Any] = {
     # word-based suggestions would open the suggest widget over the ghost text, and Tab
@@ -235,7 +237,7 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
         "accept": {"type": ACCEPT_TYPED, "expected": ACCEPT_SUGGESTED},
         "latency": {"count": KEYSTROKES, "prefix": LATENCY_PREFIX, "text": LATENCY_TEXT},
         "change": {
-            "key": "headstart.completion.maxTokens",
+            "key": "headstart.completion.multilineMaxTokens",
             "title": SETTING_TITLE,
             "value": str(CHANGED_MAX_TOKENS),
             "eventsUrl": f"{fake.base_url}/_events",
@@ -290,11 +292,11 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
 
     # a setting changed while running reaches the server (didChangeConfiguration)
     assert results["settingTitle"] == SETTING_TITLE
-    assert results["settingBefore"] == "64"
+    assert results["settingBefore"] == "128"
     assert results["settingChange"]["keysUntilApplied"] >= 1
     max_tokens = [event["max_tokens"] for event in fake.events()]
     changed = max_tokens.index(CHANGED_MAX_TOKENS)
-    assert 64 in max_tokens[:changed]  # the default, in the line-mode requests before it
+    assert 128 in max_tokens[:changed]  # the default, in the requests before it
 
     # the commands: Disable stops the ghost text, Enable brings it back, Restart restarts,
     # Show the Log shows the server's log
