@@ -100,6 +100,11 @@ class CompletionSettings(_Section):
     temperature: float = Field(
         0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy."
     )
+    prefetch: bool = Field(
+        True,
+        description="After a block suggestion, ask at once for the one that would follow "
+        "its acceptance, so that it shows as soon as the block is accepted.",
+    )
     max_concurrent_requests: int = Field(
         16, ge=1, le=1024, description="Model requests in flight at once, all documents."
     )

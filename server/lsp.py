@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -58,8 +59,9 @@ class HeadstartServer(LanguageServer):
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
-        self.following: dict[str, asyncio.Task[str]] = {}
-        """Per document, the stream kept going after a one-line suggestion (at most one)."""
+        self.following: dict[str, asyncio.Task[Any]] = {}
+        """Per document, the one speculative job: the stream kept going after a one-line
+        suggestion, or the request for the suggestion after a block."""
         self.skipped_documents: set[str] = set()
         self.shutdown_requested = False
         self.project = ProjectCache()
@@ -277,6 +279,8 @@ class HeadstartServer(LanguageServer):
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None and suggestion.more is not None:
             self.follow(uri, ctx, suggestion.text, suggestion.more)
+        elif suggestion is not None and self.prefetches(suggestion):
+            self.prefetch(uri, ctx, suggestion.text)
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
             resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
@@ -311,6 +315,43 @@ class HeadstartServer(LanguageServer):
                 )
 
         more.add_done_callback(done)
+
+    def prefetches(self, suggestion: Suggestion) -> bool:
+        """A shown suggestion from the model is followed by a prefetch (when the typed
+        reuse that would serve it is on)."""
+        completion = self.settings.completion
+        return (
+            completion.prefetch
+            and completion.reuse_typed_suggestions
+            and bool(suggestion.text)
+            and suggestion.error is None
+        )
+
+    def prefetch(self, uri: str, ctx: CursorContext, shown: str) -> None:
+        """Ask now for the suggestion that would follow the acceptance of `shown`, and
+        remember it for the text as it will be then (one speculative request per
+        document; a request that misses the cache cancels it)."""
+        self.stop_following(uri)
+        accepted = dataclasses.replace(
+            ctx,
+            text=ctx.text[: ctx.offset] + shown + ctx.text[ctx.offset :],
+            offset=ctx.offset + len(shown),
+        )
+        settings = self.settings.completion.model_copy(update={"continue_in_background": False})
+        task = asyncio.create_task(self.completer.complete(accepted, settings))
+        self.following[uri] = task
+
+        def done(task: asyncio.Task[Suggestion]) -> None:
+            if self.following.get(uri) is task:
+                del self.following[uri]
+            if task.cancelled() or task.exception() is not None:
+                return
+            result = task.result()
+            if result.text and result.error is None:
+                self.shown.remember(uri, accepted.text, accepted.offset, result.text, result.mode)
+                log.debug("%s: the suggestion after this one is ready (prefetched)", uri)
+
+        task.add_done_callback(done)
 
     def stop_following(self, uri: str) -> None:
         task = self.following.pop(uri, None)

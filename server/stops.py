@@ -5,7 +5,8 @@ user wants the rest of one line; on a blank line or after a block opener they wa
 block. Stop rules run on the accumulated text after every streamed chunk, so the stream
 can be closed (and the GPU freed) as soon as the answer is complete:
 
-- single-line mode ends at the line end;
+- single-line mode ends at the line end (at the end of a line, the suggestion may be the
+  next line, starting with its newline);
 - a block ends before a line indented less than the block, before a line that repeats
   the start of the suffix (the model has run past the hole), before a line identical to
   the one above it (a loop), and at the line cap;
@@ -110,7 +111,9 @@ def apply_stops(text: str, shape: CursorShape, final: bool) -> tuple[str, bool]:
     """
     closed_at = _surplus_closer(text, shape.closer)
     if shape.mode is Mode.LINE:
-        newline = text.find("\n")
+        # at the end of a line, a suggestion may start with a newline: the next line
+        next_line = text.startswith("\n") and not shape.line_suffix.strip()
+        newline = text.find("\n", 1 if next_line else 0)
         end = min(x for x in (newline, closed_at, len(text)) if x is not None and x >= 0)
         if end == closed_at:
             return text[:end].rstrip(), True

@@ -54,7 +54,9 @@ def editor_capabilities(editor: str) -> types.ClientCapabilities:
 
 
 def fast_settings(url: str, **completion: object) -> dict[str, object]:
-    """Settings with short timeouts, so misbehaving backends cost tests little time."""
+    """Settings with short timeouts, so misbehaving backends cost tests little time, and
+    prefetching off unless asked for: its speculative requests would blur what the tests
+    count of the model's requests (tests of prefetching turn it on)."""
     return {
         "backend": {
             "url": url,
@@ -63,7 +65,7 @@ def fast_settings(url: str, **completion: object) -> dict[str, object]:
             "chunkGapMs": 500,
             "totalTimeoutMs": 3000,
         },
-        "completion": completion,
+        "completion": {"prefetch": False, **completion},
     }
 
 

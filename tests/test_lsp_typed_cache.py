@@ -208,3 +208,34 @@ async def test_a_keystroke_off_the_suggestion_stops_the_background_stream(
     assert await editor.ask() == MODEL
     first = (await fake.wait_for_async(lambda events: events[0]["closed_by"] is not None))[0]
     assert first["closed_by"] == "client" and not first["completed"]
+
+
+async def test_the_suggestion_after_an_accepted_block_is_ready_at_once(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """A block suggestion is followed by one speculative request for the text as it will
+    be once the block is accepted; accepting it (one edit, as Tab makes) is answered from
+    that, with no new model request."""
+    settings = fast_settings(fake.url, prefetch=True)
+    settings["log"] = {"level": "debug"}
+    await start_session(fresh, "vscode", workspace, settings)
+    block = "total = 0\n    for item in items:\n        total += item.price"
+    after = "\n    return total"
+    fake.script(
+        [
+            {"match": "items):\n    <|fim_suffix|>", "text": block + "\n\n"},
+            {"match": "item.price<|fim_suffix|>", "text": after + "\n"},
+        ]
+    )
+    editor = Editor(fresh, workspace / "pricing.py", "def price(items):\n    █\n")
+    assert await editor.ask() == block
+    await wait_for_log(fresh, "the suggestion after this one is ready (prefetched)")
+    assert len(fake.events()) == 2
+
+    here = editor.position
+    editor._send(here, here, block)  # Tab: the whole block in one edit
+    editor.position = types.Position(
+        line=here.line + 2, character=len("        total += item.price")
+    )
+    assert await editor.ask() == after
+    assert len(fake.events()) == 2

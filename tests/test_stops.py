@@ -129,3 +129,10 @@ def test_block_mode_drops_a_line_repeated_in_a_loop() -> None:
 def test_trailing_whitespace_is_trimmed_from_every_line() -> None:
     shape = analyse_cursor("def f():\n    ", "\n")
     assert apply_stops("a = 1   \n    b = 2\t\n\n", shape, final=True) == ("a = 1\n    b = 2", True)
+
+
+def test_at_the_end_of_a_line_the_suggestion_may_be_the_next_line() -> None:
+    shape = analyse_cursor("def f():\n    x = 1", "\n")
+    assert apply_stops("\n    y = 2\n    z = 3", shape, final=False) == ("\n    y = 2", True)
+    middle = analyse_cursor("def f():\n    x = (1", ")\n")
+    assert apply_stops("\n    y = 2", middle, final=False) == ("", True)
