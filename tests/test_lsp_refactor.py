@@ -186,18 +186,36 @@ async def test_actions_are_listed_at_once_without_the_model(
     assert fake.events() == []
 
 
+async def resolve_at(
+    editor: LanguageClient,
+    fake: FakeBackend,
+    shop: Path,
+    asked: str,
+    answer_text: str,
+    at: str,
+    title: str,
+) -> tuple[str, str, types.CodeAction]:
+    """Open the shop's checkout, script the model's answer to `asked`, take the action
+    titled `title` at the first `at`, resolve it: the text before, after, and the action."""
+    uri, text = await opened(editor, shop)
+    fake.script([answer(asked, answer_text)])
+    action = titled(await actions_at(editor, uri, text, text.index(at)), title)
+    resolved = await editor.code_action_resolve_async(action)
+    return text, apply_edits(text, edits_of(resolved.edit, uri)), resolved
+
+
 async def test_a_docstring_is_applied_when_the_answer_parses_and_changes_no_code(
     editor: LanguageClient, fake: FakeBackend, shop: Path
 ) -> None:
-    uri, text = await opened(editor, shop)
-    fake.script([answer("Add documentation to `total`", DOCUMENTED)])
-    action = titled(
-        await actions_at(editor, uri, text, text.index("subtotal -=")), "Headstart: add a doc"
+    text, changed, _ = await resolve_at(
+        editor,
+        fake,
+        shop,
+        "Add documentation to `total`",
+        DOCUMENTED,
+        "subtotal -=",
+        "Headstart: add a doc",
     )
-
-    resolved = await editor.code_action_resolve_async(action)
-
-    changed = apply_edits(text, edits_of(resolved.edit, uri))
     assert changed == text.replace(TOTAL, DOCUMENTED)
     assert syntax_errors(changed) == []
     prompt = fake.events()[-1]["prompt"]
@@ -217,21 +235,15 @@ async def test_a_docstring_is_applied_when_the_answer_parses_and_changes_no_code
 async def test_type_hints_are_applied_and_the_edit_is_versioned_where_the_client_allows(
     editor: LanguageClient, fake: FakeBackend, shop: Path
 ) -> None:
-    uri, text = await opened(editor, shop)
-    fake.script([answer("Add type hints to `total`", TYPED)])
-    action = titled(
-        await actions_at(editor, uri, text, text.index("def total")), "Headstart: add type"
+    text, changed, resolved = await resolve_at(
+        editor, fake, shop, "Add type hints to `total`", TYPED, "def total", "Headstart: add type"
     )
-
-    resolved = await editor.code_action_resolve_async(action)
-
     assert resolved.edit is not None
     if editor.editor == "vscode":  # type: ignore[attr-defined]
         (change,) = resolved.edit.document_changes or []
         assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
     else:  # Neovim takes plain `changes`
         assert resolved.edit.changes is not None
-    changed = apply_edits(text, edits_of(resolved.edit, uri))
     assert changed == text.replace(TOTAL, TYPED)
     assert syntax_errors(changed) == []
 
@@ -271,15 +283,15 @@ RING_UP_AT_COLUMN_0 = '''def ring_up(self, basket: Basket) -> str:
 async def test_an_answer_written_at_column_0_is_shifted_to_the_methods_indentation(
     editor: LanguageClient, fake: FakeBackend, shop: Path
 ) -> None:
-    uri, text = await opened(editor, shop)
-    fake.script([answer("Add documentation to `ring_up`", RING_UP_AT_COLUMN_0)])
-    action = titled(
-        await actions_at(editor, uri, text, text.index("amount = total")), "Headstart: add a doc"
+    text, changed, _ = await resolve_at(
+        editor,
+        fake,
+        shop,
+        "Add documentation to `ring_up`",
+        RING_UP_AT_COLUMN_0,
+        "amount = total",
+        "Headstart: add a doc",
     )
-
-    resolved = await editor.code_action_resolve_async(action)
-
-    changed = apply_edits(text, edits_of(resolved.edit, uri))
     expected = "\n".join(
         "    " + line if line else line for line in RING_UP_AT_COLUMN_0.split("\n")
     )
