@@ -59,7 +59,16 @@ Progress = Callable[[str], None]
 
 
 class BackendStartError(RuntimeError):
-    """The local vLLM could not be started or joined; the message says why and what to do."""
+    """The local vLLM could not be started or joined; the message says why and what to do.
+
+    `summary` is the short form, for a pop-up; `str()` adds the tail of vLLM's log.
+    """
+
+    def __init__(self, summary: str, log_path: str | None = None) -> None:
+        self.summary = summary
+        self.log_tail = None if log_path is None else tail(Path(log_path), 25)
+        detail = f"; last lines of {log_path}:\n{self.log_tail}" if log_path else ""
+        super().__init__(summary + detail)
 
 
 class StartCancelled(Exception):
@@ -663,12 +672,11 @@ FAILURE_HINTS = (
 """Phrases of vLLM's start-up errors (0.25-0.28), and what to do about each."""
 
 
-def startup_failure(state: BackendState, why: str) -> str:
-    """`why`, the hint that matches vLLM's log, and the log's last lines."""
-    lines = tail(Path(state.log_path), 25)
-    hints = [hint for needle, hint in FAILURE_HINTS if needle in lines.lower()]
-    hint = f" ({hints[0]})" if hints else ""
-    return f"{why}{hint}; last lines of {state.log_path}:\n{lines}"
+def startup_failure(state: BackendState, why: str) -> BackendStartError:
+    """`why`, with the hint that matches vLLM's log, and the log's last lines."""
+    lines = tail(Path(state.log_path), 25).lower()
+    hints = [hint for needle, hint in FAILURE_HINTS if needle in lines]
+    return BackendStartError(f"{why} ({hints[0]})" if hints else why, state.log_path)
 
 
 def wait_until_ready(
@@ -698,7 +706,7 @@ def wait_until_ready(
                 with state_lock():
                     _clean_stale(state)
                 why = f"vLLM exited with code {code}" if code is not None else "vLLM exited"
-                raise BackendStartError(startup_failure(state, f"{why} during start-up"))
+                raise startup_failure(state, f"{why} during start-up")
             if check_health(state.url, timeout_s=1.0).ready:
                 return
             if cancel is not None and cancel.is_set():
@@ -709,9 +717,7 @@ def wait_until_ready(
                     with state_lock():
                         terminate_group(state.pid, 10.0)
                         _clean_stale(state)
-                raise BackendStartError(
-                    startup_failure(state, f"vLLM did not answer within {timeout_s:.0f} s")
-                )
+                raise startup_failure(state, f"vLLM did not answer within {timeout_s:.0f} s")
             if now - reported >= report_every_s:
                 reported = now
                 last = tail(Path(state.log_path), 1).strip()[:160]

@@ -28,6 +28,7 @@ from server.backend import CompletionBackend
 from server.complete import Completer, CursorContext, LatestOnly, Suggestion
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
+from server.lsp_backend import LocalBackend
 from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
 from server.refactor import ACTION_KINDS
@@ -47,11 +48,14 @@ class HeadstartServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("headstart", __version__, protocol_cls=HeadstartProtocol)
         self.init_options: dict[str, Any] = {}
+        self.client_name: str | None = None
         try:
             self.settings = load_settings()
         except SettingsError as exc:  # a bad HEADSTART_* variable must not stop the server
             log.error("%s; starting with the defaults", exc)
             self.settings = load_settings(environ={})
+        self.local = LocalBackend(self)
+        """The shared local vLLM, with `backend.mode: local`."""
         self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
@@ -81,17 +85,25 @@ class HeadstartServer(LanguageServer):
         self.settings = settings
         self.configure_logging()
         if backend_changed:
-            old = self.backend
-            self.backend = CompletionBackend(settings.backend, settings.api_key())
-            self.completer = Completer(self.backend)
-            await self.latest.cancel_all()
-            self.shown.clear()
-            await old.aclose()
+            await self.replace_backend()
         log.info(
             "settings applied: backend %s, model %s",
-            settings.backend.url,
+            "local vLLM" if settings.backend.mode == "local" else settings.backend.url,
             settings.backend.model or "(from /v1/models)",
         )
+        await self.local.follow(settings)
+
+    async def replace_backend(self) -> None:
+        """A new backend client for the current settings; requests on the old one end."""
+        old = self.backend
+        settings = self.settings
+        self.backend = CompletionBackend(
+            self.local.client_settings(settings.backend), settings.api_key()
+        )
+        self.completer = Completer(self.backend)
+        await self.latest.cancel_all()
+        self.shown.clear()
+        await old.aclose()
 
     def start_indexing(self) -> None:
         """Index the workspace in the background, with progress in the editor if it can."""
@@ -220,7 +232,7 @@ class HeadstartServer(LanguageServer):
 
     async def suggest(self, uri: str, ctx: CursorContext | None) -> Suggestion | None:
         """The suggestion at `ctx`, or None if completion is off or a newer request won."""
-        if ctx is None:
+        if ctx is None or self.local.waiting():
             return None
         reuse = self.settings.completion.reuse_typed_suggestions
         if reuse:
@@ -289,6 +301,7 @@ async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> Non
     SEMANTIC_LEGEND.token_types = list(ls.legend.token_types)  # announced after this handler
     SEMANTIC_LEGEND.token_modifiers = list(ls.legend.token_modifiers)
     client = params.client_info.name if params.client_info else "unknown client"
+    ls.client_name = client
     log.info("headstart %s started for %s", __version__, client)
 
 
@@ -321,6 +334,7 @@ async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> N
     await pull_configuration(ls)
     ls.start_indexing()
     await ls.watch_files()
+    await ls.local.enable()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -516,6 +530,7 @@ def hover(ls: HeadstartServer, params: types.HoverParams) -> types.Hover | None:
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: HeadstartServer, params: None) -> None:
     ls.shutdown_requested = True
+    await ls.local.close()
     await ls.latest.cancel_all()
     await ls.stop_indexing()
     await ls.backend.aclose()

@@ -11,6 +11,7 @@ What it does is chosen with environment variables:
   FAKE_VLLM_ARGS_FILE      append this start's arguments (one JSON line) to the file
   FAKE_VLLM_LOAD_S         seconds of "loading the model" before it listens (default 0)
   FAKE_VLLM_FAIL           log this line and exit with code 1 during start-up
+  FAKE_VLLM_TEXT           what the fake model answers (fake_openai's --default-text)
   FAKE_VLLM_ENGINE         1: start an "engine core" child in its process group, as vLLM does;
                            its pid goes to FAKE_VLLM_ENGINE_PID_FILE
   FAKE_VLLM_ENGINE_IGNORES_TERM  1: that child ignores SIGTERM (a hung engine)
@@ -71,7 +72,10 @@ def main() -> int:
         print(f"ERROR {failure}", flush=True)
         return 1
     name = args.served_model_name or args.model
-    return fake_openai.main(["--host", args.host, "--port", str(args.port), "--model", name])
+    serve = ["--host", args.host, "--port", str(args.port), "--model", name]
+    if text := os.environ.get("FAKE_VLLM_TEXT"):
+        serve += ["--default-text", text]
+    return fake_openai.main(serve)
 
 
 if __name__ == "__main__":

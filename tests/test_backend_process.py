@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ROOT, TESTS, server_env
+from conftest import FAKE_VLLM, ROOT, server_env
 from fake_openai import FakeBackend
 
 from server.backend_process import (
@@ -29,41 +27,18 @@ from server.backend_process import (
     LaunchSpec,
     Machine,
     plan_launch,
-    stop_backend,
 )
 from server.config import load_settings
 
-FAKE_VLLM = f"{shlex.quote(sys.executable)} {shlex.quote(str(TESTS / 'fake_vllm.py'))}"
 H200 = "GPU 0: NVIDIA H200 (UUID: GPU-0b1c2d3e)"
 GPU_VLLM = ("/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server")
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private HEADSTART_HOME (state file, lock, vLLM's log) for this test and the
-    commands it runs; whatever backend the test left running is stopped at the end."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("HEADSTART_HOME", str(home))
-    yield home
-    stop_backend(timeout_s=2)
-
-
-@pytest.fixture
-def model(tmp_path: Path) -> Path:
-    """A model folder as vLLM expects one (the stand-in loads nothing from it)."""
-    folder = tmp_path / "Qwen2.5-Coder-1.5B"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 32768}))
-    return folder
-
-
-def headstart(
-    home: Path, *args: str, **env: str
-) -> subprocess.CompletedProcess[str]:
+def headstart(backend_home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`headstart backend ARGS` as a user runs it, with the fake vLLM as `vllm serve`."""
     return subprocess.run(
         [sys.executable, "-m", "server", "backend", *args],
-        env=server_env(HEADSTART_HOME=str(home), **{COMMAND_ENV: FAKE_VLLM}, **env),
+        env=server_env(HEADSTART_HOME=str(backend_home), **{COMMAND_ENV: FAKE_VLLM}, **env),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -71,8 +46,8 @@ def headstart(
     )
 
 
-def state_of(home: Path) -> dict[str, object] | None:
-    path = home / "backend" / "state.json"
+def state_of(backend_home: Path) -> dict[str, object] | None:
+    path = backend_home / "backend" / "state.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -95,59 +70,62 @@ def wait_gone(pid: int, timeout: float = 10.0) -> bool:
 
 
 def test_start_serves_with_the_completion_flags_and_status_and_stop_follow_it(
-    home: Path, model: Path, tmp_path: Path
+    backend_home: Path, model_dir: Path, tmp_path: Path
 ) -> None:
     args_file = tmp_path / "args.jsonl"
 
-    started = headstart(home, "start", "--model", str(model), FAKE_VLLM_ARGS_FILE=str(args_file))
+    started = headstart(
+        backend_home, "start", "--model", str(model_dir), FAKE_VLLM_ARGS_FILE=str(args_file)
+    )
 
     assert started.returncode == 0, started.stderr
-    state = state_of(home)
+    state = state_of(backend_home)
     assert state is not None
     url, pid = str(state["url"]), int(str(state["pid"]))
     assert f"ready: {url} serves Qwen2.5-Coder-1.5B (pid {pid}" in started.stdout
     assert "starting the command in HEADSTART_VLLM_COMMAND" in started.stderr
     port = str(state["port"])
     assert json.loads(args_file.read_text()) == [
-        "--model", str(model), "--served-model-name", "Qwen2.5-Coder-1.5B",
+        "--model", str(model_dir), "--served-model-name", "Qwen2.5-Coder-1.5B",
         "--host", "127.0.0.1", "--port", port, "--enable-prefix-caching",
         "--max-model-len", "8192",  # refactor's 6144 + 2048 outgrow completion's 4096 + 128
         "--gpu-memory-utilization", "0.5",
     ]  # fmt: skip
-    assert httpx.get(f"{url}/models").json()["data"][0]["id"] == "Qwen2.5-Coder-1.5B"
-    assert (home / "backend" / "state.json").stat().st_mode & 0o777 == 0o600
+    served = httpx.get(f"{url}/models", trust_env=False).json()["data"]
+    assert [model["id"] for model in served] == ["Qwen2.5-Coder-1.5B"]
+    assert (backend_home / "backend" / "state.json").stat().st_mode & 0o777 == 0o600
 
-    status = headstart(home, "status", HEADSTART_BACKEND_MODE="local")
+    status = headstart(backend_home, "status", HEADSTART_BACKEND_MODE="local")
     assert status.returncode == 0, status.stdout + status.stderr
     assert f"local vLLM: ready at {url}, serving Qwen2.5-Coder-1.5B" in status.stdout
     assert f"pid {pid}" in status.stdout
     assert "started by headstart backend start" in status.stdout
-    as_json = json.loads(headstart(home, "status", "--json").stdout)
+    as_json = json.loads(headstart(backend_home, "status", "--json").stdout)
     assert as_json["local"]["pid"] == pid and as_json["localReady"] is True
     assert as_json["localModels"] == ["Qwen2.5-Coder-1.5B"]
 
-    stopped = headstart(home, "stop")
+    stopped = headstart(backend_home, "stop")
     assert stopped.returncode == 0
     assert f"stopped the local vLLM at {url} (pid {pid}, SIGTERM)" in stopped.stdout
     assert wait_gone(pid)
-    assert state_of(home) is None
-    after = headstart(home, "status", HEADSTART_BACKEND_MODE="local")
+    assert state_of(backend_home) is None
+    after = headstart(backend_home, "status", HEADSTART_BACKEND_MODE="local")
     assert after.returncode == 1
     assert "local vLLM: not running" in after.stdout
-    assert "no local vLLM is running" in headstart(home, "stop").stdout
+    assert "no local vLLM is running" in headstart(backend_home, "stop").stdout
 
 
 def test_two_starts_at_once_start_one_vllm_and_share_it(
-    home: Path, model: Path, tmp_path: Path
+    backend_home: Path, model_dir: Path, tmp_path: Path
 ) -> None:
     args_file = tmp_path / "args.jsonl"
     env = server_env(
-        HEADSTART_HOME=str(home),
+        HEADSTART_HOME=str(backend_home),
         FAKE_VLLM_ARGS_FILE=str(args_file),
         FAKE_VLLM_LOAD_S="1.5",  # the second arrives while the first is still loading
         **{COMMAND_ENV: FAKE_VLLM},
     )
-    command = [sys.executable, "-m", "server", "backend", "start", "--model", str(model)]
+    command = [sys.executable, "-m", "server", "backend", "start", "--model", str(model_dir)]
     starts = [
         subprocess.Popen(
             command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -158,7 +136,7 @@ def test_two_starts_at_once_start_one_vllm_and_share_it(
 
     assert [start.returncode for start in starts] == [0, 0], outputs
     assert len(args_file.read_text().splitlines()) == 1  # one vLLM started
-    state = state_of(home)
+    state = state_of(backend_home)
     assert state is not None
     for stdout, _ in outputs:
         assert f"ready: {state['url']} serves Qwen2.5-Coder-1.5B (pid {state['pid']}" in stdout
@@ -166,12 +144,12 @@ def test_two_starts_at_once_start_one_vllm_and_share_it(
 
 
 def test_a_killed_vllm_is_found_stale_its_leftovers_ended_and_a_new_one_can_start(
-    home: Path, model: Path, tmp_path: Path
+    backend_home: Path, model_dir: Path, tmp_path: Path
 ) -> None:
     engine_file = tmp_path / "engine.pid"
     env = {"FAKE_VLLM_ENGINE": "1", "FAKE_VLLM_ENGINE_PID_FILE": str(engine_file)}
-    assert headstart(home, "start", "--model", str(model), **env).returncode == 0
-    state = state_of(home)
+    assert headstart(backend_home, "start", "--model", str(model_dir), **env).returncode == 0
+    state = state_of(backend_home)
     assert state is not None
     pid, engine = int(str(state["pid"])), int(engine_file.read_text())
     assert alive(engine)
@@ -179,21 +157,21 @@ def test_a_killed_vllm_is_found_stale_its_leftovers_ended_and_a_new_one_can_star
     os.kill(pid, signal.SIGKILL)  # the API server dies; its engine process lives on
     assert wait_gone(pid)
 
-    status = headstart(home, "status", HEADSTART_BACKEND_MODE="local")
+    status = headstart(backend_home, "status", HEADSTART_BACKEND_MODE="local")
     assert status.returncode == 1
     assert f"removed the record of a local vLLM that is gone (pid {pid})" in status.stdout
     assert "local vLLM: not running" in status.stdout
-    assert state_of(home) is None
+    assert state_of(backend_home) is None
     assert wait_gone(engine), "the orphaned engine process still holds the GPU"
 
-    again = headstart(home, "start", "--model", str(model))
+    again = headstart(backend_home, "start", "--model", str(model_dir))
     assert again.returncode == 0, again.stderr
-    restarted = state_of(home)
+    restarted = state_of(backend_home)
     assert restarted is not None and restarted["pid"] != pid
 
 
 def test_stop_ends_the_whole_process_group_even_an_engine_that_ignores_sigterm(
-    home: Path, model: Path, tmp_path: Path
+    backend_home: Path, model_dir: Path, tmp_path: Path
 ) -> None:
     engine_file = tmp_path / "engine.pid"
     env = {
@@ -201,39 +179,39 @@ def test_stop_ends_the_whole_process_group_even_an_engine_that_ignores_sigterm(
         "FAKE_VLLM_ENGINE_PID_FILE": str(engine_file),
         "FAKE_VLLM_ENGINE_IGNORES_TERM": "1",
     }
-    assert headstart(home, "start", "--model", str(model), **env).returncode == 0
-    state = state_of(home)
+    assert headstart(backend_home, "start", "--model", str(model_dir), **env).returncode == 0
+    state = state_of(backend_home)
     assert state is not None
     pid, engine = int(str(state["pid"])), int(engine_file.read_text())
 
-    stopped = headstart(home, "stop", "--timeout", "1")
+    stopped = headstart(backend_home, "stop", "--timeout", "1")
 
     assert "SIGKILL: it ignored SIGTERM" in stopped.stdout
     assert wait_gone(pid) and wait_gone(engine)
-    assert state_of(home) is None
+    assert state_of(backend_home) is None
 
 
 def test_a_vllm_that_exits_during_start_up_is_shown_with_its_log(
-    home: Path, model: Path
+    backend_home: Path, model_dir: Path
 ) -> None:
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
 
-    started = headstart(home, "start", "--model", str(model), FAKE_VLLM_FAIL=oom)
+    started = headstart(backend_home, "start", "--model", str(model_dir), FAKE_VLLM_FAIL=oom)
 
     assert started.returncode == 1
     assert "vLLM exited with code 1 during start-up (out of memory: lower" in started.stderr
-    assert f"last lines of {home / 'backend' / 'vllm.log'}" in started.stderr
+    assert f"last lines of {backend_home / 'backend' / 'vllm.log'}" in started.stderr
     assert oom in started.stderr
-    assert state_of(home) is None
+    assert state_of(backend_home) is None
 
 
 def test_a_port_in_use_is_named_with_what_answers_there(
-    home: Path, model: Path, fake: FakeBackend, tmp_path: Path
+    backend_home: Path, model_dir: Path, fake: FakeBackend, tmp_path: Path
 ) -> None:
     args_file = tmp_path / "args.jsonl"
 
     started = headstart(
-        home, "start", "--model", str(model), "--port", str(fake.port),
+        backend_home, "start", "--model", str(model_dir), "--port", str(fake.port),
         FAKE_VLLM_ARGS_FILE=str(args_file),
     )  # fmt: skip
 
@@ -241,47 +219,47 @@ def test_a_port_in_use_is_named_with_what_answers_there(
     assert f"port {fake.port} on 127.0.0.1 is in use" in started.stderr
     assert "serving fake-coder (not one Headstart started" in started.stderr
     assert not args_file.exists()
-    assert state_of(home) is None
+    assert state_of(backend_home) is None
 
 
-def test_start_without_a_model_says_how_to_name_one(home: Path) -> None:
-    started = headstart(home, "start")
+def test_start_without_a_model_says_how_to_name_one(backend_home: Path) -> None:
+    started = headstart(backend_home, "start")
 
     assert started.returncode == 1
     assert "no model to serve: set backend.local.model" in started.stderr
     assert "'dummy'" in started.stderr
 
 
-def test_a_corrupt_state_file_is_discarded(home: Path) -> None:
-    (home / "backend").mkdir(parents=True)
-    (home / "backend" / "state.json").write_text('{"pid": "half a reco')
+def test_a_corrupt_state_file_is_discarded(backend_home: Path) -> None:
+    (backend_home / "backend").mkdir(parents=True)
+    (backend_home / "backend" / "state.json").write_text('{"pid": "half a reco')
 
-    status = headstart(home, "status", HEADSTART_BACKEND_MODE="local")
+    status = headstart(backend_home, "status", HEADSTART_BACKEND_MODE="local")
 
     assert status.returncode == 1
     assert "local vLLM: not running" in status.stdout
-    assert state_of(home) is None
+    assert state_of(backend_home) is None
 
 
 # --- the command lines and messages for machines this one is not ------------------------
 
 
-def spec_for(model: Path | str | None, **settings: object) -> LaunchSpec:
+def spec_for(model: Path | None, **settings: object) -> LaunchSpec:
     local = {"model": None if model is None else str(model)}
     layer = {"backend": {"local": local}, **settings}
     return LaunchSpec.from_settings(load_settings(layer, environ={}))
 
 
-def test_on_a_gpu_vllm_serve_gets_the_completion_settings(model: Path) -> None:
+def test_on_a_gpu_vllm_serve_gets_the_completion_settings(model_dir: Path) -> None:
     budget = {"completion": {"contextTokens": 16384, "multilineMaxTokens": 256}}
     launch = plan_launch(
-        spec_for(model, **budget), Machine(gpus=(H200,), gpu_launcher=GPU_VLLM), port=8123
+        spec_for(model_dir, **budget), Machine(gpus=(H200,), gpu_launcher=GPU_VLLM), port=8123
     )
 
     assert launch.device == "gpu"
     assert launch.description == "vLLM on this machine's GPU (NVIDIA H200)"
     assert launch.command == (
-        *GPU_VLLM, "--model", str(model), "--served-model-name", "Qwen2.5-Coder-1.5B",
+        *GPU_VLLM, "--model", str(model_dir), "--served-model-name", "Qwen2.5-Coder-1.5B",
         "--host", "127.0.0.1", "--port", "8123", "--enable-prefix-caching",
         "--max-model-len", "16640", "--gpu-memory-utilization", "0.5",
     )  # fmt: skip
@@ -289,9 +267,9 @@ def test_on_a_gpu_vllm_serve_gets_the_completion_settings(model: Path) -> None:
     assert not launch.dummy_weights and launch.notes == ()
 
 
-def test_the_settings_reach_the_command_line(model: Path) -> None:
+def test_the_settings_reach_the_command_line(model_dir: Path) -> None:
     local = {
-        "model": str(model),
+        "model": str(model_dir),
         "servedModelName": "coder",
         "gpuMemoryUtilization": 0.3,
         "maxModelLen": 4096,
@@ -301,28 +279,28 @@ def test_the_settings_reach_the_command_line(model: Path) -> None:
     launch = plan_launch(spec, Machine(gpus=(H200,), gpu_launcher=("vllm", "serve")), port=9)
 
     assert launch.command == (
-        "vllm", "serve", "--model", str(model), "--served-model-name", "coder",
+        "vllm", "serve", "--model", str(model_dir), "--served-model-name", "coder",
         "--host", "127.0.0.1", "--port", "9", "--enable-prefix-caching",
         "--max-model-len", "4096", "--gpu-memory-utilization", "0.3", "--quantization", "fp8",
     )  # fmt: skip
 
 
-def test_the_context_length_stops_at_the_models_own_limit(model: Path) -> None:
-    (model / "config.json").write_text(json.dumps({"max_position_embeddings": 4096}))
+def test_the_context_length_stops_at_the_models_own_limit(model_dir: Path) -> None:
+    (model_dir / "config.json").write_text(json.dumps({"max_position_embeddings": 4096}))
 
-    launch = plan_launch(spec_for(model), Machine(gpus=(H200,), gpu_launcher=GPU_VLLM), port=1)
+    launch = plan_launch(spec_for(model_dir), Machine(gpus=(H200,), gpu_launcher=GPU_VLLM), port=1)
 
     assert launch.command[launch.command.index("--max-model-len") + 1] == "4096"
     assert "the model's limit, not the 8192 the prompt budgets ask for" in launch.notes[0]
 
 
-def test_without_a_gpu_the_cpu_build_serves_through_vllm_local_sh(model: Path) -> None:
-    launch = plan_launch(spec_for(model), Machine(cpu_python="/venv/bin/python"), port=8124)
+def test_without_a_gpu_the_cpu_build_serves_through_vllm_local_sh(model_dir: Path) -> None:
+    launch = plan_launch(spec_for(model_dir), Machine(cpu_python="/venv/bin/python"), port=8124)
 
     assert launch.device == "cpu"
     assert launch.description.startswith("vLLM's CPU build (no GPU found here")
     assert launch.command == (
-        "bash", str(SCRIPT), "serve-cpu", "8124", str(model), "Qwen2.5-Coder-1.5B",
+        "bash", str(SCRIPT), "serve-cpu", "8124", str(model_dir), "Qwen2.5-Coder-1.5B",
         "auto", "8192",
     )  # fmt: skip
 
@@ -344,10 +322,10 @@ def test_without_a_gpu_the_cpu_build_serves_through_vllm_local_sh(model: Path) -
     ],
 )
 def test_what_is_missing_is_said_with_what_to_do(
-    machine: Machine, model_name: str | None, message: str, model: Path, tmp_path: Path
+    machine: Machine, model_name: str | None, message: str, model_dir: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "empty").mkdir()
-    folders = {"model": model, "missing": tmp_path / "missing", "empty": tmp_path / "empty"}
+    folders = {"model": model_dir, "missing": tmp_path / "missing", "empty": tmp_path / "empty"}
     chosen = None if model_name is None else folders[model_name]
 
     with pytest.raises(BackendStartError) as raised:
