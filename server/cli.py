@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         "--max-model-len", type=int, help="context length (default: what the budgets need)"
     )
     start.add_argument("--timeout", type=int, help="seconds to wait for it (default 900)")
+    start.add_argument(
+        "vllm_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- VLLM_ARGS",
+        help="more `vllm serve` arguments, after --",
+    )
     stop = backend_commands.add_parser("stop", help="stop the local vLLM (every window's)")
     stop.add_argument(
         "--timeout", type=float, default=30.0, help="seconds before SIGTERM becomes SIGKILL"
@@ -138,6 +144,7 @@ def backend_command(args: argparse.Namespace) -> int:
         "gpuMemoryUtilization": getattr(args, "gpu_memory_utilization", None),
         "maxModelLen": getattr(args, "max_model_len", None),
         "startupTimeoutS": args.timeout if args.backend_command == "start" else None,
+        "extraArgs": [a for a in getattr(args, "vllm_args", None) or [] if a != "--"] or None,
     }
     options = {"backend": {"local": {k: v for k, v in local.items() if v is not None}}}
     try:
