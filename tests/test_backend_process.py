@@ -27,6 +27,7 @@ from server.backend_process import (
     LaunchSpec,
     Machine,
     plan_launch,
+    state_lock,
 )
 from server.config import load_settings
 
@@ -141,6 +142,27 @@ def test_two_starts_at_once_start_one_vllm_and_share_it(
     for stdout, _ in outputs:
         assert f"ready: {state['url']} serves Qwen2.5-Coder-1.5B (pid {state['pid']}" in stdout
     assert sum("already running" in stderr for _, stderr in outputs) == 1
+
+
+def test_a_start_waits_while_another_process_holds_the_lock(
+    backend_home: Path, model_dir: Path, tmp_path: Path
+) -> None:
+    args_file = tmp_path / "args.jsonl"
+    env = server_env(
+        HEADSTART_HOME=str(backend_home),
+        FAKE_VLLM_ARGS_FILE=str(args_file),
+        **{COMMAND_ENV: FAKE_VLLM},
+    )
+    command = [sys.executable, "-m", "server", "backend", "start", "--model", str(model_dir)]
+
+    with state_lock():  # as another window does while it reads, starts or stops
+        start = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        time.sleep(2.0)
+        assert start.poll() is None and not args_file.exists()
+    stdout, _ = start.communicate(timeout=120)
+
+    assert start.returncode == 0
+    assert "ready: " in stdout and len(args_file.read_text().splitlines()) == 1
 
 
 def test_a_killed_vllm_is_found_stale_its_leftovers_ended_and_a_new_one_can_start(
