@@ -1,12 +1,20 @@
-"""The `headstart` command: serve, demo, backend status."""
+"""The `headstart` command: serve, index, demo, backend start|stop|status."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from server import __version__
+
+if TYPE_CHECKING:
+    from server.backend_process import BackendStatus
+    from server.config import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +38,38 @@ def main(argv: list[str] | None = None) -> int:
 
     backend = commands.add_parser("backend", help="the completion backend")
     backend_commands = backend.add_subparsers(dest="backend_command", required=True)
-    backend_commands.add_parser("status", help="is the configured backend answering?")
+    start = backend_commands.add_parser(
+        "start",
+        help="start vLLM on this machine (shared by every editor window), unless it runs",
+        description="Start vLLM on this machine's GPU (or vLLM's CPU build without one) "
+        "with the settings completion needs, and record it so that every editor window "
+        "with backend.mode 'local' shares it. Settings come from HEADSTART_* variables and "
+        "these options.",
+    )
+    start.add_argument("--model", help="model folder to serve, or 'dummy' (random weights)")
+    start.add_argument("--served-model-name", help="name to serve it under")
+    start.add_argument("--port", type=int, help="port on 127.0.0.1 (default: any free one)")
+    start.add_argument(
+        "--gpu-memory-utilization", type=float, help="share of GPU memory (default 0.5)"
+    )
+    start.add_argument(
+        "--max-model-len", type=int, help="context length (default: what the budgets need)"
+    )
+    start.add_argument("--timeout", type=int, help="seconds to wait for it (default 900)")
+    start.add_argument(
+        "vllm_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- VLLM_ARGS",
+        help="more `vllm serve` arguments, after --",
+    )
+    stop = backend_commands.add_parser("stop", help="stop the local vLLM (every window's)")
+    stop.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds before SIGTERM becomes SIGKILL"
+    )
+    status = backend_commands.add_parser(
+        "status", help="is the local vLLM running, and is the configured backend answering?"
+    )
+    status.add_argument("--json", action="store_true", help="print the state as JSON")
 
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -41,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         from server import demo as demo_module
 
         return demo_module.main(args.backend_url, args.model)
-    return backend_status()
+    return backend_command(args)
 
 
 def serve_lsp(tcp: str | None) -> int:
@@ -94,17 +133,162 @@ def index_folder(root: Path, cache_dir: Path | None) -> int:
     return 0
 
 
-def backend_status() -> int:
-    from server.config import load_settings
+def backend_command(args: argparse.Namespace) -> int:
+    """`headstart backend start|stop|status`; server.backend_process does the work."""
+    from server.config import SettingsError, load_settings
+
+    local = {
+        "model": getattr(args, "model", None),
+        "servedModelName": getattr(args, "served_model_name", None),
+        "port": getattr(args, "port", None),
+        "gpuMemoryUtilization": getattr(args, "gpu_memory_utilization", None),
+        "maxModelLen": getattr(args, "max_model_len", None),
+        "startupTimeoutS": args.timeout if args.backend_command == "start" else None,
+        "extraArgs": [a for a in getattr(args, "vllm_args", None) or [] if a != "--"] or None,
+    }
+    options = {"backend": {"local": {k: v for k, v in local.items() if v is not None}}}
+    try:
+        # the options win over the HEADSTART_* variables here: they were typed just now
+        settings = load_settings(options)
+        settings = load_settings(settings.model_dump(by_alias=True), options, environ={})
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.backend_command == "start":
+        return backend_start(settings)
+    if args.backend_command == "stop":
+        return backend_stop(args.timeout)
+    return backend_status(settings, as_json=args.json)
+
+
+def backend_start(settings: Settings) -> int:
+    from server import backend_process as bp
+
+    spec = bp.LaunchSpec.from_settings(settings)
+    interactive = sys.stderr.isatty()
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        claim = bp.claim_backend(spec, progress=say, started_by="headstart backend start")
+        state = claim.state
+        if not claim.started_here:
+            ago = _duration(time.time() - state.started_at)
+            say(f"already running: pid {state.pid}, started {ago} ago by {state.started_by}")
+        for note in claim.notes:
+            say(f"note: {note}")
+        try:
+            remaining = spec.startup_timeout_s - (time.time() - state.started_at)
+            bp.wait_until_ready(
+                claim, max(remaining, 5.0), progress=say, report_every_s=5 if interactive else 15
+            )
+        except KeyboardInterrupt:
+            if claim.started_here:
+                bp.stop_backend()
+                say(f"interrupted: stopped the vLLM it was starting (pid {state.pid})")
+            return 130
+    except bp.BackendStartError as exc:
+        print(f"headstart backend start: {exc}", file=sys.stderr)
+        return 1
+    print(f"ready: {state.url} serves {state.model} (pid {state.pid}, {state.description})")
+    print(
+        'Editors share it with the setting {"backend": {"mode": "local"}}; '
+        "`headstart backend stop` stops it."
+    )
+    return 0
+
+
+def backend_stop(timeout_s: float) -> int:
+    from server import backend_process as bp
+
+    stopped = bp.stop_backend(timeout_s)
+    if stopped.state is None:
+        print("no local vLLM is running")
+    elif not stopped.was_running:
+        print(f"no local vLLM is running (removed the record of pid {stopped.state.pid}, gone)")
+    else:
+        how = "SIGKILL: it ignored SIGTERM" if stopped.killed else "SIGTERM"
+        print(f"stopped the local vLLM at {stopped.state.url} (pid {stopped.state.pid}, {how})")
+    return 0
+
+
+def backend_status(settings: Settings, *, as_json: bool = False) -> int:
+    """What runs locally, and whether the backend the settings point at answers.
+
+    Exit code 0 when that backend answers (the local vLLM with backend.mode 'local', the
+    configured URL otherwise), 1 when it does not."""
+    from server import backend_process as bp
     from server.local_vllm import served_models
 
-    settings = load_settings()
-    models = served_models(settings.backend.url)
-    if models is None:
-        print(f"{settings.backend.url}: not answering (set HEADSTART_BACKEND_URL)")
-        return 1
-    print(f"{settings.backend.url}: serving {', '.join(models) or 'no models'}")
-    return 0
+    status = bp.backend_status()
+    remote_models = (
+        served_models(settings.backend.url) if settings.backend.mode == "remote" else None
+    )
+    answering = status.ready if settings.backend.mode == "local" else remote_models is not None
+    if as_json:
+        report: dict[str, Any] = {
+            "mode": settings.backend.mode,
+            "answering": answering,
+            "local": None if status.state is None else asdict(status.state),
+            "localReady": status.ready,
+            "localModels": status.health.models if status.health else None,
+            "staleRemoved": None if status.stale is None else asdict(status.stale),
+        }
+        if settings.backend.mode == "remote":
+            report["url"] = settings.backend.url
+            report["models"] = remote_models
+        print(json.dumps(report, indent=2))
+        return 0 if answering else 1
+
+    if status.stale is not None:
+        print(f"removed the record of a local vLLM that is gone (pid {status.stale.pid})")
+    if status.state is None:
+        print("local vLLM: not running (`headstart backend start` starts it)")
+    else:
+        print(_describe_local(status))
+    if settings.backend.mode == "remote":
+        url = settings.backend.url
+        if remote_models is None:
+            print(f"configured backend {url}: not answering (backend.url, HEADSTART_BACKEND_URL)")
+        else:
+            print(f"configured backend {url}: serving {', '.join(remote_models) or 'no models'}")
+    else:
+        print("configured backend: the local vLLM (backend.mode local)")
+    return 0 if answering else 1
+
+
+def _describe_local(status: BackendStatus) -> str:
+    state = status.state
+    assert state is not None
+    up = _duration(time.time() - state.started_at)
+    if status.ready and status.health is not None and status.health.models is not None:
+        models = ", ".join(status.health.models)
+        head = f"local vLLM: ready at {state.url}, serving {models} (up {up})"
+    else:
+        head = (
+            f"local vLLM: not answering yet at {state.url} ({up} since its start: loading, "
+            "or stuck; see its log)"
+        )
+    weights = ", random weights" if state.dummy_weights else ""
+    return "\n".join(
+        [
+            head,
+            f"  pid {state.pid} ({state.description})",
+            f"  model {state.model_path}{weights}; context {state.max_model_len} tokens",
+            f"  started by {state.started_by}; log {state.log_path}",
+            f"  command {' '.join(state.command)}",
+        ]
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 if __name__ == "__main__":

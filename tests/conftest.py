@@ -6,7 +6,9 @@ stdio by pytest-lsp with the recorded capabilities of real editors.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -153,3 +155,28 @@ async def keyed(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A started server whose environment holds HEADSTART_API_KEY=s3cret."""
     yield
     await lsp_client.shutdown_session()
+
+
+FAKE_VLLM = f"{shlex.quote(sys.executable)} {shlex.quote(str(TESTS / 'fake_vllm.py'))}"
+"""HEADSTART_VLLM_COMMAND for tests: the stand-in for `vllm serve` (tests/fake_vllm.py)."""
+
+
+@pytest.fixture
+def backend_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private HEADSTART_HOME (the local backend's state file, lock and log) for this
+    test and the processes it starts; whatever backend is left running is stopped."""
+    from server.backend_process import stop_backend
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HEADSTART_HOME", str(home))
+    yield home
+    stop_backend(timeout_s=2)
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> Path:
+    """A model folder as vLLM expects one (the stand-in loads nothing from it)."""
+    folder = tmp_path / "Qwen2.5-Coder-1.5B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 32768}))
+    return folder

@@ -122,3 +122,21 @@ def test_refactor_settings_have_defaults_and_named_bounds() -> None:
     assert (custom.refactor.max_tokens, custom.refactor.timeout_ms) == (512, 5000)
     with pytest.raises(SettingsError, match=r"refactor\.timeoutMs"):
         load_settings({"refactor": {"timeoutMs": 10}}, environ={})
+
+
+def test_the_local_backend_settings_and_their_variables() -> None:
+    settings = load_settings(
+        {"backend": {"mode": "local", "local": {"gpuMemoryUtilization": 0.3, "port": 8011}}},
+        environ={"HEADSTART_LOCAL_MODEL": "/models/coder"},
+    )
+    local = settings.backend.local
+    assert settings.backend.mode == "local"
+    assert (local.model, local.gpu_memory_utilization, local.port) == ("/models/coder", 0.3, 8011)
+    assert local.max_model_len is None  # derived from the prompt budgets when started
+    assert load_settings(environ={"HEADSTART_BACKEND_MODE": "local"}).backend.mode == "local"
+    with pytest.raises(SettingsError) as error:
+        load_settings(
+            {"backend": {"mode": "gpu", "local": {"gpuMemoryUtilization": 1.5}}}, environ={}
+        )
+    assert "backend.mode" in str(error.value)
+    assert "backend.local.gpuMemoryUtilization" in str(error.value)

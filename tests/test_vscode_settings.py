@@ -29,7 +29,7 @@ CLIENT_ONLY = {
 }
 """Read by the extension alone (clients/vscode/src/settings.ts: CLIENT_ONLY)."""
 SCHEMA = Settings.model_json_schema(by_alias=True)
-DEFAULTS = Settings().model_dump(by_alias=True)
+DEFAULTS = Settings().model_dump(by_alias=True, mode="json")
 
 
 def leaves(schema: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[str, dict]]:
