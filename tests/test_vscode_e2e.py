@@ -73,6 +73,14 @@ DOCUMENTED = MAIN.replace(":\n", f":\n    {DOCSTRING}\n", 1)
 INSTRUCTION = "call the depot Main depot"
 REWRITTEN = DOCUMENTED.replace('Warehouse("Depot")', 'Warehouse("Main depot")')
 FENCE = "\n```\nDone."
+HOVER_LINE = "print(stock_report(depot))"
+HOVER_WORD = "stock_report"
+"""Hovered in main.py; defined in inventory/report.py, which the hover names with its line."""
+REPORT = (SAMPLE / "inventory" / "report.py").read_text().splitlines()
+HOVER_DEFINITION = next(k for k, line in enumerate(REPORT) if line.startswith("def stock_report("))
+HOVER_SIGNATURE = REPORT[HOVER_DEFINITION]
+HOVER_DOC = REPORT[HOVER_DEFINITION + 1].strip().strip('"')
+HOVER_WHERE = f"inventory/report.py:{HOVER_DEFINITION + 1}"
 SETTING_TITLE = "Headstart \u203a Completion: Multiline Max Tokens"
 """How the Settings editor titles headstart.completion.multilineMaxTokens."""
 
@@ -254,6 +262,12 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
             "instruction": INSTRUCTION,
             "rewritten": 'Warehouse("Main depot")',
         },
+        "hover": {
+            "line": HOVER_LINE,
+            "word": HOVER_WORD,
+            "signature": HOVER_SIGNATURE,
+            "where": HOVER_WHERE,
+        },
     }
     (output / "config.json").write_text(json.dumps(config, indent=2))
     with (
@@ -315,6 +329,17 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     assert REWRITTEN in (project / "main.py").read_text()
     assert "How should the code be rewritten?" in results["rewritePrompt"]
     assert any(f"follows: {INSTRUCTION}" in prompt for prompt in prompts)
+
+    # the hover over a name imported from another file: that file's definition, with its
+    # signature, docstring and a link to its line
+    signature, doc, where = results["hover"]["text"].split("\n\n")
+    assert signature == HOVER_SIGNATURE
+    assert doc == HOVER_DOC
+    assert re.fullmatch(
+        rf"{re.escape(HOVER_WHERE)} \u00b7 (not )?in the completion context now.*", where
+    )
+    report = (project / "inventory" / "report.py").as_uri()
+    assert results["hover"]["link"] == f"{report}#L{HOVER_DEFINITION + 1}"
 
     samples = results["latency"]["samples"]
     assert [s["key"] for s in samples] == [f"{LATENCY_PREFIX}{k:02d}" for k in range(KEYSTROKES)]

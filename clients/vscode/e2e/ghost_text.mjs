@@ -1,7 +1,8 @@
 // Drives code-server in headless Chromium as a person would: open a file of the sample
 // project, type, wait for Headstart's ghost text, accept it with Tab, save; time keystroke
 // -> visible ghost text; change a setting and see the server follow it; run the commands
-// (disable, enable, restart, log) and two refactorings.
+// (disable, enable, restart, log) and two refactorings; hover the mouse over a name defined
+// in another file of the project and read the hover widget.
 // Writes results.json and screenshots into `outDir`.
 //
 // Usage: node ghost_text.mjs CONFIG.json (tests/test_vscode_e2e.py writes it; see Config
@@ -19,6 +20,7 @@ const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text
  *   change: {key: string, title: string, value: string, eventsUrl: string, maxTokens: number},
  *   commands: {word: string, expected: string, serverLog: string},
  *   refactor: {line: number, docstring: string, instruction: string, rewritten: string},
+ *   hover: {line: string, word: string, signature: string, where: string},
  *   accept: {type: string, expected: string},
  *   latency: {count: number, prefix: string, text: string},
  * }} Config
@@ -356,6 +358,46 @@ try {
   await toast.waitFor({ state: "detached", timeout });
   await page.keyboard.press("Control+S");
   results.savedAtEnd = await untilSaved((text) => text.includes(docstring) && text.includes(rewritten));
+
+  log("hover the mouse over a name imported from another file: the hover shows its definition");
+  const { line: hoverLine, word: hoverWord, signature, where } = config.hover;
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+Home"); // main() in view
+  const spot = await page.evaluate(
+    ({ lineText, word }) => {
+      const lines = Array.from(document.querySelectorAll(".monaco-editor .view-lines .view-line"));
+      const text = (/** @type {Node} */ node) => (node.textContent ?? "").replace(/\u00a0/g, " ");
+      const line = lines.find((node) => text(node).includes(lineText));
+      if (!line) return null;
+      // the word's characters, as laid out: a DOM range over the line's text nodes
+      const start = text(line).indexOf(lineText) + lineText.indexOf(word);
+      const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+      const range = document.createRange();
+      for (let node = walker.nextNode(), at = 0; node; node = walker.nextNode()) {
+        const length = (node.textContent ?? "").length;
+        if (at <= start && start < at + length) range.setStart(node, start - at);
+        if (at < start + word.length && start + word.length <= at + length) {
+          range.setEnd(node, start + word.length - at);
+        }
+        at += length;
+      }
+      const box = range.getBoundingClientRect();
+      return { x: box.left + box.width / 2, y: box.top + box.height / 2 };
+    },
+    { lineText: hoverLine, word: hoverWord },
+  );
+  if (!spot) throw new Error(`no editor line shows ${hoverLine}`);
+  await page.mouse.move(spot.x - 40, spot.y + 30); // come in from beside it, as a hand would
+  await page.mouse.move(spot.x, spot.y, { steps: 5 });
+  const widget = page.locator(".monaco-editor .monaco-hover", { hasText: where }).filter({ hasText: signature });
+  await widget.first().waitFor({ timeout });
+  const contents = widget.first().locator(".hover-contents").first();
+  results.hover = {
+    text: (await contents.innerText()).replace(/\u00a0/g, " "),
+    // the link to the definition (its `title`: the server's URI; `data-href`: the remote one)
+    link: await contents.locator("a", { hasText: where }).first().getAttribute("title"),
+  };
+  await shot("13-hover");
 } catch (error) {
   failed = true;
   results.error = error instanceof Error ? error.stack ?? error.message : String(error);
