@@ -128,8 +128,8 @@ class HeadstartServer(LanguageServer):
         async def probe() -> None:
             try:
                 model = await self.backend.model()
-            except BackendError as exc:
-                log.info("backend: %s", exc)
+            except BackendError as exc:  # not a failed completion: each request tries again
+                log.info("start-up check of the backend: %s", exc)
                 self.report_backend(str(exc))
             else:
                 self.report_backend(None, model=model.id)
