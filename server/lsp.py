@@ -129,7 +129,7 @@ class HeadstartServer(LanguageServer):
             try:
                 model = await self.backend.model()
             except BackendError as exc:  # not a failed completion: each request tries again
-                log.info("start-up check of the backend: %s", exc)
+                log.info("start-up check: no answer yet (%s); each request tries again", exc)
                 self.report_backend(str(exc))
             else:
                 self.report_backend(None, model=model.id)

@@ -6,8 +6,10 @@ tests/fake_vllm.py stands in for `vllm serve`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,16 @@ async def test_the_server_starts_the_local_vllm_and_a_second_window_shares_it(
     assert check_health(state["url"]).ready
 
 
+async def shown_errors(client: LanguageClient, timeout: float = 5.0) -> list[str]:
+    """The error messages shown to the user, once there is one (or after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        if shown or time.monotonic() > deadline:
+            return shown
+        await asyncio.sleep(0.02)
+
+
 async def test_a_vllm_that_does_not_start_is_reported_in_the_editor(
     backend_home: Path, model_dir: Path, workspace: Path
 ) -> None:
@@ -118,7 +130,7 @@ async def test_a_vllm_that_does_not_start_is_reported_in_the_editor(
         await wait_for_log(client, "the local vLLM did not start", timeout=60)
 
         assert failure in logs(client)  # the log's tail
-        shown = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        shown = await shown_errors(client)  # window/showMessage may come after the log line
         assert shown == [
             "Headstart: the local vLLM did not start: vLLM exited with code 1 during "
             "start-up (the Headstart log has vLLM's last lines)"
