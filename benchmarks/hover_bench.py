@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import random
 import re
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from context_bench import load, python_files  # noqa: E402  (beside this script)
 from lsprotocol import types  # noqa: E402
 from pygls.workspace import TextDocument  # noqa: E402
 
@@ -53,19 +53,6 @@ from server.semantic_tokens import (  # noqa: E402
 from server.trees import DocumentTrees  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
-
-
-def python_files(index: ProjectIndex, minimum: int = 400) -> list[str]:
-    return sorted(
-        path
-        for path, record in index.records.items()
-        if record.language == "python" and record.size >= minimum
-    )
 
 
 def summary(label: str, values: list[float]) -> str:
