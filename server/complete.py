@@ -197,7 +197,7 @@ class Completer:
         async with self.slots(settings.max_concurrent_requests):
             stats = StreamStats()
             text, error, rest = await self._stream_until_stop(
-                request, shape, stats, decode, keep_open=follow
+                request, shape, stats, decode, keep_open=follow, line_cap=settings.max_tokens
             )
         streamed = time.perf_counter()
         text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
@@ -248,10 +248,13 @@ class Completer:
         stats: StreamStats,
         decode: Decode | None = None,
         keep_open: bool = False,
+        line_cap: int | None = None,
     ) -> tuple[str, str | None, tuple[AsyncGenerator[str], str] | None]:
         """The suggestion, the error that ended it early, and, with `keep_open`, the
         still-open stream and its text so far, when the suggestion was complete before the
-        stream was."""
+        stream was. A line still open after `line_cap` chunks (about as many tokens) is
+        answered as it is and its stream closed: a request kept open for the block must
+        not make a one-line answer wait longer than `maxTokens` would."""
         received = ""
         timeout_s = self.backend.settings.total_timeout_ms / 1000
         policy = resume_policy(self.backend.settings)
@@ -268,6 +271,8 @@ class Completer:
                         if done:
                             handed_over = keep_open
                             return kept, None, (stream, received) if keep_open else None
+                        if keep_open and line_cap is not None and stats.chunks >= line_cap:
+                            return apply_stops(received, shape, final=True)[0], None, None
                 finally:
                     if not handed_over:
                         await stream.aclose()

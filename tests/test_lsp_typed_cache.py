@@ -239,3 +239,19 @@ async def test_the_suggestion_after_an_accepted_block_is_ready_at_once(
     )
     assert await editor.ask() == after
     assert len(fake.events()) == 2
+
+
+async def test_a_line_that_does_not_end_is_answered_at_the_line_token_cap(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """The request asks for a block's worth of tokens (for the background continuation),
+    but a line that has not ended after `maxTokens` tokens is answered as it is, as it
+    was before, and its stream closed."""
+    await start_session(fresh, "vscode", workspace, fast_settings(fake.url, maxTokens=5))
+    long = "a_very_long_name_that_goes_on_and_on"
+    fake.script([{"text": long, "chunk_chars": 2, "chunk_delay_ms": 40}])
+    text, position = cursor_at("x = █\n")
+    uri = open_document(fresh, workspace / "long.py", text)
+    assert await suggestion(fresh, uri, position) == "a_very_lon"  # five chunks of two
+    (event,) = await fake.wait_for_async(lambda events: events[0]["closed_by"] is not None)
+    assert event["closed_by"] == "client" and event["max_tokens"] == 128
