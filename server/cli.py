@@ -1,4 +1,4 @@
-"""The `headstart` command: serve, index, demo, backend start|stop|status."""
+"""The `headstart` command: serve, index, demo, backend start|stop|status, bench run|plot."""
 
 from __future__ import annotations
 
@@ -71,6 +71,47 @@ def main(argv: list[str] | None = None) -> int:
     )
     status.add_argument("--json", action="store_true", help="print the state as JSON")
 
+    bench = commands.add_parser("bench", help="measure completion latency under load")
+    bench_commands = bench.add_subparsers(dest="bench_command", required=True)
+    bench_run = bench_commands.add_parser(
+        "run",
+        help="simulated users type real files through their own servers, in load steps",
+        description="Simulated editors, each a real LSP client of its own `headstart serve`, "
+        "retype real lines of the workspace key by key against one backend, in load steps. "
+        "Prints a table and writes OUT/results.json (then `headstart bench plot`).",
+    )
+    bench_run.add_argument(
+        "workspace", nargs="?", type=Path, help="files to type (default: the sample project)"
+    )
+    bench_run.add_argument("--backend-url", help="an OpenAI-compatible base URL (…/v1)")
+    bench_run.add_argument(
+        "--users", default="1,10,50", help="users per load step, comma-separated (1,10,50)"
+    )
+    bench_run.add_argument(
+        "--step-seconds", type=float, default=60.0, help="measured time of each step (60)"
+    )
+    bench_run.add_argument(
+        "--warmup-seconds", type=float, default=10.0, help="unmeasured time before each (10)"
+    )
+    bench_run.add_argument("--out", type=Path, default=Path("bench-results"), help="folder")
+    bench_run.add_argument(
+        "--settings", default="{}", help="server settings as JSON, for every simulated editor"
+    )
+    bench_run.add_argument("--seed", type=int, default=0, help="the typing sessions' seed")
+    bench_run.add_argument(
+        "--speed", type=float, default=1.0, help="typing speed factor (2 = twice as fast)"
+    )
+    bench_run.add_argument(
+        "--floor-prompts",
+        type=int,
+        default=200,
+        help="requests of the single user sent straight to the backend (0: none)",
+    )
+    bench_run.add_argument("--workers", type=int, help="driver processes (default: 1 per 50)")
+    bench_run.add_argument("--languages", help="only these languages, comma-separated")
+    bench_plot = bench_commands.add_parser("plot", help="PNG plots of a results.json")
+    bench_plot.add_argument("results", type=Path, help="a results.json of `headstart bench run`")
+
     args = parser.parse_args(argv)
     if args.command == "serve":
         return serve_lsp(args.tcp)
@@ -80,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         from server import demo as demo_module
 
         return demo_module.main(args.backend_url, args.model)
+    if args.command == "bench":
+        return bench_command(args)
     return backend_command(args)
 
 
@@ -130,6 +173,72 @@ def index_folder(root: Path, cache_dir: Path | None) -> int:
         f"{summary.removed} removed; {summary.seconds:.2f} s; "
         f"store {summary.store_bytes / 1e6:.1f} MB at {index.store.path}"
     )
+    return 0
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """`headstart bench run|plot`; server.bench and server.bench_plots do the work."""
+    from server import bench
+
+    if args.bench_command == "plot":
+        return bench_plot(args.results)
+    try:
+        settings = json.loads(args.settings)
+        users = [int(n) for n in args.users.split(",")]
+    except ValueError as exc:
+        print(f"headstart bench run: bad --settings or --users ({exc})", file=sys.stderr)
+        return 2
+    if not isinstance(settings, dict) or not users or min(users) < 1:
+        print("headstart bench run: --settings wants a JSON object, --users ≥ 1", file=sys.stderr)
+        return 2
+    from server.config import SettingsError, load_settings
+
+    try:
+        url = args.backend_url or load_settings(settings).backend.url
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    root = args.workspace or Path(__file__).resolve().parent.parent / "examples/sample_project"
+    options = bench.BenchOptions(
+        root=root.resolve(),
+        backend_url=url,
+        out=args.out,
+        users=users,
+        step_s=args.step_seconds,
+        warmup_s=args.warmup_seconds,
+        settings=settings,
+        seed=args.seed,
+        speed=args.speed,
+        floor_prompts=args.floor_prompts,
+        workers=args.workers,
+        languages=args.languages.split(",") if args.languages else None,
+        progress=sys.stderr.isatty(),
+    )
+    try:
+        results = bench.run(options)
+    except bench.BenchError as exc:
+        print(f"headstart bench run: {exc}", file=sys.stderr)
+        return 1
+    print(bench.report(results))
+    print(f"results: {args.out / 'results.json'}")
+    return 0
+
+
+def bench_plot(path: Path) -> int:
+    try:
+        results = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"headstart bench plot: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("headstart bench plot needs matplotlib (pip install matplotlib)", file=sys.stderr)
+        return 1
+    from server.bench_plots import plot
+
+    for written in plot(results, path.parent):
+        print(f"wrote {written}")
     return 0
 
 

@@ -25,7 +25,7 @@ from server.backend import (
     StreamStats,
 )
 from server.config import BackendSettings, CompletionSettings
-from server.context import Budget, ContextBuilder
+from server.context import Budget, Context, ContextBuilder
 from server.prompt import PromptTemplate, choose_template
 from server.resume import Decode, ResumePolicy, resumable_stream
 from server.stops import CursorShape, Mode, analyse_cursor, apply_stops, indent_width, salvage
@@ -69,10 +69,12 @@ class Suggestion:
     text: str
     mode: Mode
     timings_ms: dict[str, float] = field(default_factory=dict)
-    """Milliseconds per stage: model_info, context (build and render the prompt), queue
-    (waiting for a request slot), first_chunk, stream, filters, total."""
+    """Milliseconds per stage: model_info, context (choose what goes in the prompt), prompt
+    (render it), queue (waiting for a request slot), first_chunk, stream, filters, total."""
     error: str | None = None
     resumes: int = 0
+    request: CompletionRequest | None = None
+    """What was sent to the backend (None when the suggestion cache answered)."""
     more: asyncio.Task[str] | None = None
     """The stream kept going in the background after a one-line suggestion: it gives the
     suggestion with the lines that follow it, to the end of the block."""
@@ -113,12 +115,20 @@ def plan_request(
     ctx: CursorContext, settings: CompletionSettings, prompting: Prompting = DEFAULT_PROMPTING
 ) -> tuple[CompletionRequest, CursorShape]:
     """The request to send for this cursor, and the shape its stop rules need."""
+    context = build_context(ctx, settings, prompting)
+    return render_request(ctx, context, settings, prompting)
+
+
+def build_context(
+    ctx: CursorContext, settings: CompletionSettings, prompting: Prompting
+) -> Context:
+    """The cross-file snippets, prefix and suffix that fit the budget (the context stage)."""
     template, counter = prompting.template, prompting.counter
 
     def overhead(path: str) -> int:
         return counter.count(template.snippet(path, "")) + 1
 
-    context = ctx.builder.build(
+    return ctx.builder.build(
         ctx.file_path,
         ctx.text,
         ctx.offset,
@@ -127,9 +137,15 @@ def plan_request(
         counter.count_lines,
         overhead,
     )
+
+
+def render_request(
+    ctx: CursorContext, context: Context, settings: CompletionSettings, prompting: Prompting
+) -> tuple[CompletionRequest, CursorShape]:
+    """The context rendered with the model's template into a request (the prompt stage)."""
     assert context.cursor is not None  # build() always analyses the cursor
     shape = dataclasses.replace(context.cursor.shape, max_lines=settings.max_lines)
-    prompt = template.prompt(
+    prompt = prompting.template.prompt(
         repo_name=ctx.repo_name,
         snippets=context.files(),
         file_path=ctx.file_path,
@@ -190,7 +206,9 @@ class Completer:
             log.warning("backend: %s", exc)
             return Suggestion(text="", mode=Mode.LINE, error=str(exc))
         planned = time.perf_counter()
-        request, shape = plan_request(ctx, settings, prompting)
+        context = build_context(ctx, settings, prompting)
+        built = time.perf_counter()
+        request, shape = render_request(ctx, context, settings, prompting)
         decode = prompting.counter.decode if prompting.counter.exact else None
         queued = time.perf_counter()
         follow = settings.continue_in_background and shape.mode is Mode.LINE
@@ -202,10 +220,11 @@ class Completer:
         streamed = time.perf_counter()
         text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
         finished = time.perf_counter()
-        suggestion = Suggestion(text=text, mode=shape.mode, error=error)
+        suggestion = Suggestion(text=text, mode=shape.mode, error=error, request=request)
         suggestion.timings_ms = {
             "model_info": (planned - started) * 1000,
-            "context": (queued - planned) * 1000,
+            "context": (built - planned) * 1000,
+            "prompt": (queued - built) * 1000,
             "queue": (stats.started - queued) * 1000,
             "first_chunk": (stats.first_chunk or 0.0) * 1000,
             "stream": (streamed - stats.started) * 1000,

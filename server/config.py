@@ -224,6 +224,13 @@ class LogSettings(_Section):
         "info", pattern="^(debug|info|warning|error)$", description="The least severe level logged."
     )
     file: str | None = Field(None, description="Also append logs to this file.")
+    completion_reports: str = Field(
+        "off",
+        pattern="^(off|timings|requests)$",
+        description="Send the editor a `$/headstart/completionReport` notification for every "
+        "inline completion: its stage timings ('timings'), and also the request sent to the "
+        "backend ('requests'). For benchmarks (`headstart bench`) and debugging.",
+    )
 
 
 class Settings(_Section):

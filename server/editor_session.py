@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +21,9 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from cache.paths import path_to_uri
+
+COMPLETION_REPORT = "$/headstart/completionReport"
+STATUS = "$/headstart/status"
 
 
 def vscode_like_capabilities() -> types.ClientCapabilities:
@@ -54,6 +59,10 @@ class EditorSession:
 
     def __post_init__(self) -> None:
         self.client = LanguageClient("headstart-editor", "1")
+        self.status: dict[str, Any] = {}
+        """The last `$/headstart/status` (backend health, last latency)."""
+        self.on_completion_report: Callable[[dict[str, Any]], None] | None = None
+        """Called with each `$/headstart/completionReport` (log.completionReports)."""
         self.indexed = asyncio.Event()
         """Set when the server ends its indexing progress (whether indexing succeeded)."""
         self._progress_titles: dict[types.ProgressToken, str] = {}
@@ -62,6 +71,15 @@ class EditorSession:
         def on_log(params: types.LogMessageParams) -> None:
             if params.type in (types.MessageType.Error, types.MessageType.Warning):
                 self.warnings.append(params.message)
+
+        @self.client.feature(COMPLETION_REPORT)
+        def on_report(params: Any) -> None:
+            if self.on_completion_report is not None:
+                self.on_completion_report(plain(params))
+
+        @self.client.feature(STATUS)
+        def on_status(params: Any) -> None:
+            self.status = plain(params)
 
         @self.client.feature(types.WORKSPACE_CONFIGURATION)
         def on_configuration(params: types.ConfigurationParams) -> list[object]:
@@ -130,12 +148,15 @@ class EditorSession:
         )
         return document
 
-    def type(self, document: OpenDocument, line: int, column: int, char: str) -> None:
-        """Insert one character at line:column (no newlines), as a keystroke."""
-        here = types.Position(line=line, character=column)
+    def type(self, document: OpenDocument, line: int, column: int, text: str) -> None:
+        """Insert text at line:column (no newlines): a keystroke, or an accepted line."""
+        self.replace(document, line, column, column, text)
+
+    def replace(self, document: OpenDocument, line: int, start: int, end: int, text: str) -> None:
+        """Replace columns start..end of one line with text (no newlines)."""
         document.version += 1
         row = document.lines[line]
-        document.lines[line] = row[:column] + char + row[column:]
+        document.lines[line] = row[:start] + text + row[end:]
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(
@@ -143,11 +164,36 @@ class EditorSession:
                 ),
                 content_changes=[
                     types.TextDocumentContentChangePartial(
-                        range=types.Range(start=here, end=here), text=char
+                        range=types.Range(
+                            start=types.Position(line=line, character=start),
+                            end=types.Position(line=line, character=end),
+                        ),
+                        text=text,
                     )
                 ],
             )
         )
+
+    def request_inline_completion(
+        self, document: OpenDocument, line: int, column: int
+    ) -> tuple[str, asyncio.Future[Any]]:
+        """Ask for a suggestion without waiting: the request's id (to cancel it, as editors
+        do when the next key comes) and the future of its raw result."""
+        msg_id = str(uuid.uuid4())
+        params = types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=document.uri),
+            position=types.Position(line=line, character=column),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+        future = self.client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+        )
+        return msg_id, future
+
+    def cancel_request(self, msg_id: str) -> None:
+        self.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
 
     async def inline_completion(
         self, document: OpenDocument, line: int, column: int
@@ -158,15 +204,7 @@ class EditorSession:
         before the cursor, the part of it that is already typed there is left out.
         """
         started = time.perf_counter()
-        result = await self.client.text_document_inline_completion_async(
-            types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=document.uri),
-                position=types.Position(line=line, character=column),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
-                ),
-            )
-        )
+        result = await self.request_inline_completion(document, line, column)[1]
         latency_ms = (time.perf_counter() - started) * 1000
         items = result.items if isinstance(result, types.InlineCompletionList) else result or []
         if not items:
@@ -183,6 +221,24 @@ class EditorSession:
         self.client.text_document_did_close(
             types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=document.uri))
         )
+
+
+def suggestion_text(result: Any) -> str:
+    """The first item's text of an inline completion result ('' when there is none)."""
+    items = result.items if isinstance(result, types.InlineCompletionList) else result or []
+    if not items:
+        return ""
+    text = items[0].insert_text
+    return text if isinstance(text, str) else text.value
+
+
+def plain(value: Any) -> Any:
+    """A custom notification's params (pygls makes namedtuples of them) as plain data."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
 
 
 def _text_between(lines: list[str], start: types.Position, end: types.Position) -> str:

@@ -42,6 +42,7 @@ from server.trees import DocumentTrees
 log = logging.getLogger(__name__)
 SECTION = "headstart"
 STATUS = "$/headstart/status"
+COMPLETION_REPORT = "$/headstart/completionReport"
 """Whether the backend answered, for editors' status bars (the VS Code extension's)."""
 
 
@@ -113,6 +114,36 @@ class HeadstartServer(LanguageServer):
         await self.latest.cancel_all()
         self.shown.clear()
         await old.aclose()
+
+    def report_completion(
+        self,
+        params: types.InlineCompletionParams,
+        version: int | None,
+        suggestion: Suggestion | None,
+        ms: float,
+    ) -> None:
+        """Send `$/headstart/completionReport`: what one inline completion cost, stage by
+        stage (log.completionReports), so a benchmark can break its latency down."""
+        report: dict[str, Any] = {
+            "uri": params.text_document.uri,
+            "version": version,
+            "line": params.position.line,
+            "character": params.position.character,
+            "serverMs": ms,
+            "answered": suggestion is not None,
+        }
+        if suggestion is not None:
+            report |= {
+                "mode": suggestion.mode.value,
+                "chars": len(suggestion.text),
+                "cached": "cached" in suggestion.timings_ms,
+                "timingsMs": suggestion.timings_ms,
+                "resumes": suggestion.resumes,
+                "error": suggestion.error,
+            }
+            if self.settings.log.completion_reports == "requests" and suggestion.request:
+                report["request"] = dataclasses.asdict(suggestion.request)
+        self.protocol.notify(COMPLETION_REPORT, report)
 
     def report_backend(
         self, error: str | None, latency_ms: float | None = None, model: str | None = None
@@ -521,15 +552,19 @@ async def inline_completion(
     ls: HeadstartServer, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList | None:
     started = time.perf_counter()
+    document = ls.workspace.text_documents.get(params.text_document.uri)
+    version = document.version if document is not None else None
     ctx = ls.cursor_context(params.text_document.uri, params.position)
     suggestion = await ls.suggest(params.text_document.uri, ctx)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if ls.settings.log.completion_reports != "off":
+        ls.report_completion(params, version, suggestion, elapsed_ms)
     if suggestion is None or not suggestion.text:
-        elapsed_ms = (time.perf_counter() - started) * 1000
         log.info("inline completion in %.2f ms (no suggestion)", elapsed_ms)
         return types.InlineCompletionList(items=[])
     log.info(
         "inline completion in %.2f ms (%s, %d chars%s)",
-        (time.perf_counter() - started) * 1000,
+        elapsed_ms,
         suggestion.mode.value,
         len(suggestion.text),
         ", from the suggestion cache" if "cached" in suggestion.timings_ms else "",

@@ -571,6 +571,29 @@ class CompletionRequest:
         )
 
 
+class PrefixCache:
+    """vLLM's automatic prefix caching, counted the way its /metrics counts it: a prompt's
+    tokens in whole blocks that an earlier prompt began with the same way are hits."""
+
+    BLOCK = 16
+
+    def __init__(self) -> None:
+        self.blocks: set[int] = set()
+        self.queries = 0
+        self.hits = 0
+
+    def query(self, tokens: list[int]) -> None:
+        self.queries += len(tokens)
+        hitting = True
+        for end in range(self.BLOCK, len(tokens) + 1, self.BLOCK):
+            key = hash(tuple(tokens[:end]))
+            if hitting and key in self.blocks:
+                self.hits += self.BLOCK
+            else:
+                hitting = False
+                self.blocks.add(key)
+
+
 class FakeServer:
     """Shared state (script, events, counters) plus the request handlers."""
 
@@ -585,6 +608,7 @@ class FakeServer:
         self.completions_total = 0
         self.active_completions = 0
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.prefix_cache = PrefixCache()
 
     # ---- connection loop
 
@@ -701,6 +725,13 @@ class FakeServer:
             "# TYPE vllm:num_requests_running gauge",
             f'vllm:num_requests_running{{model_name="{self.model}"}} {self.active_completions}',
             f'vllm:num_requests_waiting{{model_name="{self.model}"}} 0',
+            "# TYPE vllm:prefix_cache_queries counter",
+            f'vllm:prefix_cache_queries_total{{model_name="{self.model}"}} '
+            f"{self.prefix_cache.queries}",
+            "# TYPE vllm:prefix_cache_hits counter",
+            f'vllm:prefix_cache_hits_total{{model_name="{self.model}"}} {self.prefix_cache.hits}',
+            "# TYPE vllm:prompt_tokens counter",
+            f'vllm:prompt_tokens_total{{model_name="{self.model}"}} {self.prefix_cache.queries}',
         ]
         body = ("\n".join(lines) + "\n").encode()
         return await conn.send(200, body, "text/plain; version=0.0.4")
@@ -755,6 +786,7 @@ class FakeServer:
             event.close("server")
             log.info("POST /v1/completions -> 401")
             return await conn.send_json(401, openai_error("invalid API key", code=401))
+        self.prefix_cache.query(prompt_token_ids(creq.match_text))
         index, rule = self.script.pick(creq.match_text)
         event.rule_index, event.behaviour = index, rule.behaviour
         log.info(

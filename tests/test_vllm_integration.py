@@ -9,8 +9,11 @@ HEADSTART_REQUIRE_VLLM=1, so in CI a missing vLLM is a failure, not a skip.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -18,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_lsp
-from conftest import CONFIG, start_session
+from conftest import CONFIG, server_env, start_session
 from cutting_proxy import CuttingProxy
 from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
@@ -234,3 +237,21 @@ async def test_a_broken_stream_is_resumed_into_vllms_own_answer(vllm_url: str) -
     finally:
         await backend.aclose()
         await proxy.close()
+
+
+def test_bench_reads_vllms_own_metrics(vllm_url: str, workspace: Path, tmp_path: Path) -> None:
+    """`headstart bench run` against real vLLM: its /metrics names are the ones parsed."""
+    out = tmp_path / "bench"
+    settings = {"backend": CPU_SETTINGS, "completion": {"prefetch": False}}
+    finished = subprocess.run(
+        [sys.executable, "-m", "server", "bench", "run", str(workspace),
+         "--backend-url", vllm_url, "--users", "1", "--step-seconds", "10",
+         "--warmup-seconds", "2", "--speed", "0.3", "--floor-prompts", "2",
+         "--out", str(out), "--settings", json.dumps(settings)],
+        capture_output=True, text=True, timeout=600, env=server_env(),
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    step = json.loads((out / "results.json").read_text())["steps"][0]
+    assert step["vllm"]["counts"]["prompt_tokens"] > 0
+    assert step["vllm"]["counts"]["prefix_cache_queries"] > 0
+    assert step["vllm"]["prefixCacheHitRatio"] is not None

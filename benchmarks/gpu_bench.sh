@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# ON THE GPU MACHINE: `headstart bench run` (simulated editors typing a real package, in
+# load steps) against the vLLM serving at $ENDPOINT. Writes under $OUT/$NAME:
+# results.json, table.txt, and vLLM's /metrics at the end (vllm_metrics.txt); run.log.
+#
+# Before (here): benchmarks/stage_gpu_eval.sh (-> .gpu/wheels, .gpu/eval/dev.tar.xz).
+# On the device, once vLLM serves the model (../shared/tools/gpu/README.md):
+#   carry [".gpu/wheels", ".gpu/eval/dev.tar.xz"] once, then e.g.
+#   NAME=real15 USERS=1,10,50,100,200,400 bash benchmarks/gpu_bench.sh
+# Then here: `headstart bench plot <files_at>/real15/results.json`.
+# Env: ENDPOINT (http://127.0.0.1:8000/v1), NAME (bench), USERS (1,10,50,100,200,400),
+#   STEP (30 s measured a step), WARMUP (5 s), REPO (rich-15.0.0: the package typed, from
+#   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts), PYTHON, STAGE,
+#   HS_SITE (~/hs-site), HS_WORK (~/hs-eval).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-python3}
+endpoint=${ENDPOINT:-http://127.0.0.1:8000/v1}
+stage=${STAGE:-$repo/.gpu}
+site=${HS_SITE:-$HOME/hs-site}
+work=${HS_WORK:-$HOME/hs-eval}
+name=${NAME:-bench}
+out=${OUT:-$repo/gpu-bench-out}/$name
+mkdir -p "$out" "$work"
+exec > >(tee -a "$out/run.log") 2>&1
+tee_pid=$!
+trap 'exec >&- 2>&-; wait $tee_pid' EXIT
+export PYTHONUNBUFFERED=1
+step() { echo "== $(date +%T) $*"; }
+source "$repo/benchmarks/gpu_site.sh" || exit 1
+export PYTHONPATH="$site:$repo"
+
+settings=${SETTINGS:-'{}'}
+workspace="$work/dev/repos/${REPO:-rich-15.0.0}"
+if [ ! -d "$workspace" ]; then
+  step "unpacking the dev task set's packages into $work"
+  "$py" -W ignore::DeprecationWarning -m tarfile -e "$stage/eval/dev.tar.xz" "$work" || exit 1
+fi
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+step "headstart bench run on $workspace, users ${USERS:-1,10,50,100,200,400}"
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
+"$py" -m server bench run "$workspace" --backend-url "$endpoint" \
+  --users "${USERS:-1,10,50,100,200,400}" --step-seconds "${STEP:-30}" \
+  --warmup-seconds "${WARMUP:-5}" --floor-prompts "${FLOOR:-200}" \
+  --settings "$settings" --out "$out" | tee "$out/table.txt"
+status=${PIPESTATUS[0]}
+curl -s "${endpoint%/v1}/metrics" > "$out/vllm_metrics.txt"
+step "done (exit $status)"
+exit "$status"

@@ -1,0 +1,218 @@
+"""`headstart bench`: typing sessions, the step figures, and a whole run end to end.
+
+The end-to-end test runs `headstart bench run` as a process against the fake model (which
+answers each typed line with its real rest, and counts vLLM's prefix-cache metrics), with
+simulated editors that are real LSP clients of their own `headstart serve`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, server_env
+from fake_openai import FakeBackend
+
+from server.bench_stats import histogram_quantile, metrics_delta, parse_metrics, summarize
+from server.bench_typing import TypingSession, TypingSpeed, lines_worth_typing
+
+PROJECT = {
+    "shop/prices.py": '''"""Prices."""
+
+TAX_RATE = 0.2
+
+
+def with_tax(amount: float) -> float:
+    # the rate is fixed for now
+    return round(amount * (1 + TAX_RATE), 2)
+''',
+    "shop/cart.py": """from shop.prices import with_tax
+
+
+def cart_total(items: list[float]) -> float:
+    subtotal = sum(items)
+    return with_tax(subtotal)
+""",
+}
+
+
+def make_project(root: Path) -> Path:
+    for name, text in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_lines_worth_typing_skips_comments_short_lines_and_hidden_folders(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    (root / ".venv").mkdir()
+    (root / ".venv" / "x.py").write_text("value = compute_something_long()\n")
+    lines = {(line.path.name, line.typed) for line in lines_worth_typing(root)}
+    assert ("prices.py", "return round(amount * (1 + TAX_RATE), 2)") in lines
+    assert ("cart.py", "subtotal = sum(items)") in lines
+    assert not any("rate is fixed" in typed or typed == '"""Prices."""' for _, typed in lines)
+    assert ("prices.py", "TAX_RATE = 0.2") in lines  # 14 characters: kept
+    assert not any(name == "x.py" for name, _ in lines)
+
+
+def test_typing_sessions_are_seeded_and_paced_like_people(tmp_path: Path) -> None:
+    lines = lines_worth_typing(make_project(tmp_path))
+    speed = TypingSpeed()
+
+    def first_lines(seed: int) -> list[str]:
+        session = TypingSession(lines, seed, speed)
+        taken = session.next_lines()
+        return [next(taken).typed for _ in range(20)]
+
+    assert first_lines(1) == first_lines(1)
+    assert first_lines(1) != first_lines(2)
+
+    session = TypingSession(lines, 0, speed)
+    inside_words = [session.key_gap_s("a") * 1000 for _ in range(4000)]
+    after_words = [session.key_gap_s(" ") * 1000 for _ in range(4000)]
+    assert math.isclose(statistics.median(inside_words), speed.key_ms, rel_tol=0.1)
+    assert statistics.median(after_words) > statistics.median(inside_words) + 80
+    faster = TypingSession(lines, 0, speed.scaled(2.0))
+    fast_gaps = [faster.key_gap_s("a") * 1000 for _ in range(4000)]
+    assert math.isclose(statistics.median(fast_gaps), speed.key_ms / 2, rel_tol=0.1)
+    accepted = sum(session.accepts() for _ in range(4000)) / 4000
+    assert math.isclose(accepted, speed.accept_share, abs_tol=0.05)
+
+
+VLLM_METRICS = """# HELP vllm:prefix_cache_queries Prefix cache queries, in queried tokens.
+# TYPE vllm:prefix_cache_queries counter
+vllm:prefix_cache_queries_total{engine="0",model_name="q15"} 1000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="q15"} 800.0
+vllm:prompt_tokens_total{engine="0",model_name="q15"} 1000.0
+vllm:generation_tokens_total{engine="0",model_name="q15"} 120.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="q15"} 9.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="q15"} 1.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="q15"} 2.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="q15"} 8.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.04",model_name="q15"} 10.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 10.0
+"""
+
+
+def test_vllm_metrics_are_differenced_over_a_step() -> None:
+    before = parse_metrics(VLLM_METRICS)
+    assert before["counters"]["requests"] == 10.0  # summed over label sets
+    after_text = (
+        VLLM_METRICS.replace("1000.0", "3000.0")
+        .replace("} 800.0", "} 2600.0")
+        .replace('le="0.04",model_name="q15"} 10.0', 'le="0.04",model_name="q15"} 110.0')
+        .replace('le="+Inf",model_name="q15"} 10.0', 'le="+Inf",model_name="q15"} 110.0')
+    )
+    delta = metrics_delta(before, parse_metrics(after_text), seconds=10.0)
+    assert delta["prefixCacheHitRatio"] == pytest.approx(0.9)  # 1800 of 2000
+    assert delta["promptTokensPerS"] == pytest.approx(200.0)
+    # all 100 new first tokens came in the (0.02, 0.04] bucket
+    assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}
+    assert histogram_quantile({0.01: 5.0, 0.02: 10.0, math.inf: 10.0}, 50) == 10.0
+    assert histogram_quantile({}, 50) is None
+
+
+def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:
+    records: list[dict[str, Any]] = [
+        {
+            "outcome": "answered",
+            "ms": 30.0,
+            "cached": False,
+            "serverMs": 25.0,
+            "timings": {"context": 2.0, "first_chunk": 10.0, "stream": 18.0},
+            "right": True,
+        },
+        {
+            "outcome": "answered",
+            "ms": 2.0,
+            "cached": True,
+            "serverMs": 0.5,
+            "timings": {"cached": 0.1},
+        },
+        {"outcome": "superseded"},
+        {"outcome": "answered", "ms": 40.0, "error": "backend unreachable"},
+        {"accepted": 12},
+    ]
+    summary = summarize(records, lags=[1.0, 2.0], seconds=2.0)
+    assert summary["keys"] == 4 and summary["keysPerS"] == 2.0
+    assert summary["outcomes"] == {"answered": 2, "superseded": 1, "error": 1}
+    assert summary["accepted"] == 1 and summary["rightSuggestions"] == 1
+    assert summary["completionCacheHitRatio"] == 0.5
+    assert summary["keystrokeToSuggestionMs"]["p50"] == 2.0
+    assert summary["stagesMs"]["stream"]["p50"] == 8.0  # after the first chunk
+    assert summary["stagesMs"]["transport"]["p50"] == 5.0
+    assert summary["errors"] == ["backend unreachable"]
+
+
+def line_rules(root: Path) -> list[dict[str, Any]]:
+    """The fake answers the real rest of each line for any cursor inside it."""
+    rules = []
+    for path in root.rglob("*.py"):
+        for line in path.read_text().split("\n"):
+            start = len(line) - len(line.lstrip())
+            for column in range(start + 1, len(line)):
+                rules.append(
+                    {"match": f"{line[:column]}<|fim_suffix|>", "text": line[column:] + "\n"}
+                )
+    return rules
+
+
+def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=server_env(),
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.timeout(300)
+def test_bench_runs_load_steps_against_a_backend_and_plots_them(
+    fake: FakeBackend, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path / "project")
+    fake.script(line_rules(root))
+    out = tmp_path / "results"
+    settings = {"backend": {"chunkGapMs": 2000}, "completion": {"prefetch": False}}
+    finished = run_bench(
+        "run", str(root), "--backend-url", fake.url, "--users", "1,2",
+        "--step-seconds", "6", "--warmup-seconds", "1", "--speed", "2",
+        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(settings),
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert [step["users"] for step in results["steps"]] == [1, 2]
+    assert results["failures"] == []
+    for step in results["steps"]:
+        assert step["outcomes"].get("answered", 0) > 0
+        assert step["keystrokeToSuggestionMs"]["p50"] > 0
+        assert len(step["cdfMs"]) == 1001
+        assert step["vllm"]["prefixCacheHitRatio"] > 0.3  # consecutive keys share prefixes
+    stages = results["steps"][0]["stagesMs"]
+    assert {"context", "prompt", "first_chunk", "stream", "filters", "transport"} <= set(stages)
+    assert sum(step["rightSuggestions"] for step in results["steps"]) > 0
+    assert results["floor"]["prompts"] > 0 and results["floor"]["ttftMs"]["p50"] > 0
+    assert "users  keys/s" in finished.stdout and "floor:" in finished.stdout
+
+    plotted = run_bench("plot", str(out / "results.json"))
+    assert plotted.returncode == 0, plotted.stderr
+    for name in ("latency_cdf.png", "stages.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_says_when_the_backend_does_not_answer(tmp_path: Path) -> None:
+    finished = run_bench(
+        "run", str(make_project(tmp_path)), "--backend-url", "http://127.0.0.1:9/v1",
+        "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert finished.returncode == 1
+    assert "does not answer GET /models" in finished.stderr
+    assert "Traceback" not in finished.stderr
