@@ -28,7 +28,15 @@ from server.config import BackendSettings, CompletionSettings
 from server.context import Budget, Context, ContextBuilder
 from server.prompt import PromptTemplate, choose_template
 from server.resume import Decode, ResumePolicy, resumable_stream
-from server.stops import CursorShape, Mode, analyse_cursor, apply_stops, indent_width, salvage
+from server.stops import (
+    CursorShape,
+    Mode,
+    analyse_cursor,
+    apply_stops,
+    indent_width,
+    line_end,
+    salvage,
+)
 from server.syntax_check import keep_parsing
 from server.tokens import TokenCounter, load_token_counter
 
@@ -323,7 +331,7 @@ def cut_for_cursor(rest: str, ctx: CursorContext) -> str:
     shape = analyse_cursor(ctx.text[: ctx.offset], ctx.text[ctx.offset : ctx.offset + 400])
     if shape.mode is Mode.BLOCK:
         return rest
-    end = rest.find("\n", 1 if rest.startswith("\n") else 0)
+    end = line_end(rest, shape)
     return rest if end < 0 else rest[:end]
 
 

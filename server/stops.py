@@ -103,6 +103,13 @@ def _indent_between(above_text: str, below: str | None) -> int:
     return min(bounds) if bounds else 0
 
 
+def line_end(text: str, shape: CursorShape) -> int:
+    """Where a one-line suggestion's line ends in `text` (-1: not yet). At the end of a
+    line, a suggestion may start with a newline: then it is the next line."""
+    next_line = text.startswith("\n") and not shape.line_suffix.strip()
+    return text.find("\n", 1 if next_line else 0)
+
+
 def apply_stops(text: str, shape: CursorShape, final: bool) -> tuple[str, bool]:
     """Cut `text` where the suggestion should end.
 
@@ -111,9 +118,7 @@ def apply_stops(text: str, shape: CursorShape, final: bool) -> tuple[str, bool]:
     """
     closed_at = _surplus_closer(text, shape.closer)
     if shape.mode is Mode.LINE:
-        # at the end of a line, a suggestion may start with a newline: the next line
-        next_line = text.startswith("\n") and not shape.line_suffix.strip()
-        newline = text.find("\n", 1 if next_line else 0)
+        newline = line_end(text, shape)
         end = min(x for x in (newline, closed_at, len(text)) if x is not None and x >= 0)
         if end == closed_at:
             return text[:end].rstrip(), True
