@@ -68,7 +68,8 @@ class BenchOptions:
     workers: int | None = None
     languages: list[str] | None = None
     start_timeout_s: float = 600.0
-    progress: bool = True
+    progress_bar: bool = True
+    """Redraw a progress line on stderr (a terminal); else one line per step."""
 
 
 @dataclass
@@ -152,8 +153,8 @@ class Bench:
                 step.skipped = _memory_shortfall(users - self.users, self.users)
                 if step.skipped is None:
                     await self._run_step(step, number)
-                elif options.progress:
-                    print(f"step {number}: {step.skipped}", file=sys.stderr)
+                else:
+                    self._progress(f"step {number}: {step.skipped}", end=True)
         finally:
             await self._stop_workers()
         floor = await self._floor(steps)
@@ -219,6 +220,7 @@ class Bench:
             await asyncio.sleep(0.5)
         if len(self.ready) < self.users:
             raise BenchError(f"{title}: only {len(self.ready)} editors started in time")
+        self._progress(f"{title}: {self.users} editors up", end=True)
         await asyncio.sleep(options.warmup_s)
         step.metrics_before = await _scrape(options.backend_url)
         step.started = time.monotonic()
@@ -233,11 +235,15 @@ class Bench:
         step.ended = time.monotonic()
         step.metrics_after = await _scrape(options.backend_url)
         step.load_average = os.getloadavg()[0]
-        self._progress(f"{title}: done", end=True)
+        done = [r["ms"] for r in self._in_step(step) if "ms" in r]
+        p50 = f", p50 {percentile(done, 50):.0f} ms over {len(done)} answers" if done else ""
+        self._progress(f"{title}: done{p50}", end=True)
 
     def _progress(self, text: str, end: bool = False) -> None:
-        if self.options.progress:
+        if self.options.progress_bar:
             print(f"\r{text:<90}", end="\n" if end else "", file=sys.stderr, flush=True)
+        elif end:
+            print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
     async def _floor(self, steps: list[Step]) -> dict[str, Any] | None:
         """The first user's requests of the first step, straight to the backend."""

@@ -212,7 +212,7 @@ def bench_command(args: argparse.Namespace) -> int:
         floor_prompts=args.floor_prompts,
         workers=args.workers,
         languages=args.languages.split(",") if args.languages else None,
-        progress=sys.stderr.isatty(),
+        progress_bar=sys.stderr.isatty(),
     )
     try:
         results = bench.run(options)
