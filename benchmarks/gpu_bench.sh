@@ -10,24 +10,13 @@
 # Then here: `headstart bench plot <files_at>/real15/results.json`.
 # Env: ENDPOINT (http://127.0.0.1:8000/v1), NAME (bench), USERS (1,10,50,100,200,400),
 #   STEP (30 s measured a step), WARMUP (5 s), REPO (rich-15.0.0: the package typed, from
-#   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts), PYTHON, STAGE,
-#   HS_SITE (~/hs-site), HS_WORK (~/hs-eval).
+#   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts); and
+#   gpu_common.sh's.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-py=${PYTHON:-python3}
-endpoint=${ENDPOINT:-http://127.0.0.1:8000/v1}
-stage=${STAGE:-$repo/.gpu}
-site=${HS_SITE:-$HOME/hs-site}
-work=${HS_WORK:-$HOME/hs-eval}
 name=${NAME:-bench}
 out=${OUT:-$repo/gpu-bench-out}/$name
-mkdir -p "$out" "$work"
-exec > >(tee -a "$out/run.log") 2>&1
-tee_pid=$!
-trap 'exec >&- 2>&-; wait $tee_pid' EXIT
-export PYTHONUNBUFFERED=1
-step() { echo "== $(date +%T) $*"; }
-source "$repo/benchmarks/gpu_site.sh" || exit 1
+source "$repo/benchmarks/gpu_common.sh"
 export PYTHONPATH="$site:$repo"
 
 settings=${SETTINGS:-'{}'}

@@ -19,25 +19,12 @@
 #   the tasks missing from it, e.g. after a call was cut short; the machine must still be warm).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-py=${PYTHON:-python3}
-endpoint=${ENDPOINT:-http://127.0.0.1:8000/v1}
-stage=${STAGE:-$repo/.gpu}
-site=${HS_SITE:-$HOME/hs-site}
-work=${HS_WORK:-$HOME/hs-eval}
 out=${OUT:-$repo/gpu-eval-out}
 strategies=${STRATEGIES:-in-file bm25 oracle headstart}
 set_name=${TASK_SET:-dev}
-mkdir -p "$out" "$work"
-exec > >(tee -a "$out/run.log") 2>&1
-tee_pid=$!
-trap 'exec >&- 2>&-; wait $tee_pid' EXIT  # run.log complete before $OUT is collected
-export PYTHONUNBUFFERED=1
-step() { echo "== $(date +%T) $*"; }
+source "$repo/benchmarks/gpu_common.sh"  # 1. our Python packages (gpu_site.sh), the log
 limit=(); [ -n "${LIMIT:-}" ] && limit=(--limit "$LIMIT")
 model=(); [ -n "${MODEL:-}" ] && model=(--model "$MODEL")
-
-# 1. Our Python packages (benchmarks/gpu_site.sh).
-source "$repo/benchmarks/gpu_site.sh" || exit 1
 
 # 2. The tasks and the eval's scripts.
 unpacked="$work/.unpacked-$set_name"

@@ -12,18 +12,8 @@
 #   (32 documents in flight), STRIDE (1: every problem), SETTINGS (completion settings JSON).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-py=${PYTHON:-python3}
-endpoint=${ENDPOINT:-http://127.0.0.1:8000/v1}
-stage=${STAGE:-$repo/.gpu}
-site=${HS_SITE:-$HOME/hs-site}
 out=${OUT:-$repo/gpu-fim-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
-tee_pid=$!
-trap 'exec >&- 2>&-; wait $tee_pid' EXIT
-export PYTHONUNBUFFERED=1
-step() { echo "== $(date +%T) $*"; }
-source "$repo/benchmarks/gpu_site.sh" || exit 1
+source "$repo/benchmarks/gpu_common.sh"
 export PYTHONPATH="$site:$repo"
 fim="$stage/fim"
 for set in ${SETS:-single multi}; do

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -141,7 +142,7 @@ class Bench:
         cache_dir = Path(tempfile.mkdtemp(prefix="headstart-bench-cache-"))
         await asyncio.to_thread(_index, options.root, cache_dir)
         config = self._worker_config(cache_dir)
-        config_path = options.out / "worker_config.json"
+        config_path = cache_dir / "worker_config.json"  # holds the environment: not in OUT
         config_path.write_text(json.dumps(config))
         steps: list[Step] = []
         started = time.time()
@@ -158,6 +159,7 @@ class Bench:
         finally:
             await self._stop_workers()
         floor = await self._floor(steps)
+        shutil.rmtree(cache_dir, ignore_errors=True)
         return self._results(steps, floor, started, len(lines))
 
     def _worker_config(self, cache_dir: Path) -> dict[str, Any]:
