@@ -1,4 +1,5 @@
-"""Semantic tokens for Python: what each name is, from tree-sitter and the project index.
+"""Semantic tokens: what each name is, from tree-sitter and the project index (Python
+here; the other languages in their own modules).
 
 Editors colour syntax already; what they cannot know alone is what a *name* stands for:
 a parameter or a module-level constant, a method or a property, a builtin, or a name
@@ -19,7 +20,9 @@ identifier of a Python file, LSP-free:
 - `DocumentTokens` keeps each document's last result, so `full/delta` answers against
   the previous result id; the trees come from `server.trees` (incremental re-parses).
 
-Other languages get no tokens yet (`classify` returns None).
+TypeScript/TSX/JavaScript, Go, Rust and Java are classified by `server.tokens_ts`,
+`tokens_go`, `tokens_rust` and `tokens_java` (on the shared `server.token_walker`);
+`classify_any` dispatches by language and returns None for a language without tokens.
 """
 
 from __future__ import annotations
