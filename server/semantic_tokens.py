@@ -146,7 +146,7 @@ def project_names(
     imports = file_imports(text, language)
     if not imports.bindings:
         return ProjectNames()
-    cursor = analyse(text, 0, language)
+    cursor = analyse(text, 0, language, names=False)
     names: dict[str, ProjectName] = {}
     for local in imports.bindings:
         target = builder.resolve(file_path, text, cursor, tuple(local.split(".")))
