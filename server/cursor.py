@@ -383,15 +383,19 @@ def parse(source: bytes, language: str, budget_s: float | None = None) -> Node |
 # --- the analysis -----------------------------------------------------------------------------
 
 
-def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
-    """Analyse the cursor at `offset` (a `str` index into `text`) of a file in `language`."""
+def analyse(text: str, offset: int, language: str | None, *, names: bool = True) -> CursorInfo:
+    """Analyse the cursor at `offset` (a `str` index into `text`) of a file in `language`.
+
+    Without `names`, the names referenced around the cursor (`references`, `callee`) are
+    not collected: resolving one name (`ContextBuilder.resolve`, a hover) reads only the
+    local types, imports, scopes and bases, which come out the same."""
     offset = max(0, min(offset, len(text)))
     line_start = text.rfind("\n", 0, offset) + 1
     line_prefix = text[line_start:offset]
     row = text.count("\n", 0, line_start)
     shape = analyse_cursor(text[:offset], _suffix_head(text, offset))
     target, partial, after_dot = chain_before(text, offset, language)
-    callee = _callee(text, offset - len(partial), language)
+    callee = _callee(text, offset - len(partial), language) if names else ()
     syntax = _SYNTAX.get(language) if language else None
     imports = file_imports(text, language) if syntax is not None else Imports({})
     if syntax is None or language is None:
@@ -425,7 +429,7 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
         window_row = row - text.count("\n", window_start, line_start)
         source = text[window_start:window_end].encode("utf-8", "surrogatepass")
         root = parse(source, language, PARSE_BUDGET_S)
-    walker = _Walker(syntax, row - window_row, row - window_row - NAMES_ABOVE)
+    walker = _Walker(syntax, row - window_row, row - window_row - NAMES_ABOVE, record=names)
     prose = ""
     if root is not None:
         cursor_point = (row - window_row, len(line_prefix.encode("utf-8", "surrogatepass")))
@@ -438,7 +442,7 @@ def analyse(text: str, offset: int, language: str | None) -> CursorInfo:
         walker.walk(root)
         if language != "python":
             scopes = [Scope(k, n, h, line + window_row) for k, n, h, line in tree_scopes]
-    references = _typed_references(target, partial, after_dot, callee, row, prose)
+    references = _typed_references(target, partial, after_dot, callee, row, prose) if names else {}
     typing = (*target, partial) if after_dot else (partial,)
     for reference in walker.references(window_row):
         if partial and reference.line == row and reference.chain[: len(typing)] == typing:
@@ -796,8 +800,12 @@ def _python_bases(scopes: list[Scope]) -> tuple[tuple[str, ...], ...]:
 class _Walker:
     """One pass over the window's tree: references near the cursor and local types."""
 
-    def __init__(self, syntax: _Syntax, cursor_row: int, names_from: int) -> None:
+    def __init__(
+        self, syntax: _Syntax, cursor_row: int, names_from: int, record: bool = True
+    ) -> None:
         self.syntax = syntax
+        self.record = record
+        """Whether to collect references (else only the local types)."""
         self.cursor_row = cursor_row
         self.names_from = max(0, names_from)
         self.statement_row = cursor_row
@@ -821,7 +829,8 @@ class _Walker:
         syntax = self.syntax
         kind = node.type
         if (
-            not spine
+            self.record
+            and not spine
             and start_row >= self.names_from
             and (kind in syntax.members or kind in syntax.calls or kind in syntax.identifiers)
         ):

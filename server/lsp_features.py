@@ -41,11 +41,11 @@ from server.semantic_tokens import (
     SUPPORTED_LANGUAGES,
     Columns,
     Legend,
-    Token,
     encode,
     project_names,
 )
 from server.semantic_tokens import delta as tokens_delta
+from server.token_model import Token
 
 if TYPE_CHECKING:
     from server.lsp import HeadstartServer
@@ -441,7 +441,7 @@ async def _tokens(ls: HeadstartServer, uri: str) -> tuple[TextDocument, list[Tok
     assert language is not None
     text = document.source
     place = place_of(ls, document)
-    names = project_names(place.builder, place.relative, text)
+    names = project_names(place.builder, place.relative, text, language)
     found = await asyncio.to_thread(ls.semantic_tokens.tokens, document.uri, text, language, names)
     return document, found
 

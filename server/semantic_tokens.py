@@ -1,4 +1,5 @@
-"""Semantic tokens for Python: what each name is, from tree-sitter and the project index.
+"""Semantic tokens: what each name is, from tree-sitter and the project index (Python
+here; the other languages in their own modules).
 
 Editors colour syntax already; what they cannot know alone is what a *name* stands for:
 a parameter or a module-level constant, a method or a property, a builtin, or a name
@@ -19,22 +20,33 @@ identifier of a Python file, LSP-free:
 - `DocumentTokens` keeps each document's last result, so `full/delta` answers against
   the previous result id; the trees come from `server.trees` (incremental re-parses).
 
-Other languages get no tokens yet (`classify` returns None).
+TypeScript/TSX/JavaScript, Go, Rust and Java are classified by `server.tokens_ts`,
+`tokens_go`, `tokens_rust` and `tokens_java` (on the shared `server.token_walker`);
+`classify_any` dispatches by language and returns None for a language without tokens.
 """
 
 from __future__ import annotations
 
 import builtins
 import itertools
-import re
+import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from tree_sitter import Node
 
+from server import tokens_go, tokens_java, tokens_rust, tokens_ts
 from server.context import CLASS_KINDS, ContextBuilder
 from server.cursor import analyse, file_imports
+from server.token_model import (
+    CONSTANT,
+    CROSS_FILE,
+    ProjectName,
+    ProjectNames,
+    Token,
+    guess_imported,
+)
 from server.trees import DocumentTrees
 
 TOKEN_TYPES: Final = (
@@ -48,8 +60,6 @@ TOKEN_TYPES: Final = (
     "property",
 )
 """The kinds of names this module tells apart, in the order of the full legend."""
-CROSS_FILE: Final = "crossFile"
-"""The custom modifier of names defined in another file of the project."""
 TOKEN_MODIFIERS: Final = ("declaration", "readonly", "async", "defaultLibrary", CROSS_FILE)
 FALLBACKS: Final[Mapping[str, tuple[str, ...]]] = {
     "namespace": ("namespace",),
@@ -62,7 +72,6 @@ FALLBACKS: Final[Mapping[str, tuple[str, ...]]] = {
     "property": ("property", "variable"),
 }
 """For a kind the client does not support, the kinds to use instead, in order."""
-SUPPORTED_LANGUAGES: Final = frozenset({"python"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,39 +106,7 @@ class Legend:
 FULL_LEGEND: Final = Legend.for_client(None, None)
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """One classified name: 0-based line, byte column and byte length in that line."""
-
-    line: int
-    column: int
-    length: int
-    kind: str
-    modifiers: frozenset[str] = frozenset()
-
-
 # --- what the project says about imported names ---------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectName:
-    kind: str
-    """One of TOKEN_TYPES."""
-    cross_file: bool
-    readonly: bool = False
-    members: Mapping[str, ProjectName] | None = None
-    """For a module of the project: its top-level names."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectNames:
-    """The file's imported names, resolved through the project cache (local name -> what
-    it is). Names absent here are not from the project."""
-
-    names: Mapping[str, ProjectName] = field(default_factory=dict)
-
-
-_CONSTANT: Final = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 
 
 def _kind_of(kind: str) -> str:
@@ -145,25 +122,31 @@ def _kind_of(kind: str) -> str:
 
 
 def _project_name(
-    kind: str, name: str, members: Mapping[str, ProjectName] | None = None
+    kind: str, name: str, members: Mapping[str, ProjectName] | None = None, member: bool = False
 ) -> ProjectName:
     mapped = _kind_of(kind)
+    if member and mapped == "variable":
+        mapped = "property"
+    constant = kind == "constant" or bool(CONSTANT.match(name))
     return ProjectName(
-        mapped, True, readonly=mapped == "variable" and bool(_CONSTANT.match(name)), members=members
+        mapped, True, readonly=mapped in ("variable", "property") and constant, members=members
     )
 
 
-def project_names(builder: ContextBuilder, file_path: str, text: str) -> ProjectNames:
+def project_names(
+    builder: ContextBuilder, file_path: str, text: str, language: str = "python"
+) -> ProjectNames:
     """Resolve what `text` (the content of `file_path`) imports, through the builder's
     import-graph resolution (the same as completion's context uses): which imported names
-    are defined in other project files, and as what. Run it on the event loop: the
-    builder is not meant for several threads."""
+    are defined in other project files, and as what; for a module, its top-level names
+    (a Go package: those of every file of its directory), for a class, its members. Run
+    it on the event loop: the builder is not meant for several threads."""
     if builder.index is None:
         return ProjectNames()
-    imports = file_imports(text, "python")
+    imports = file_imports(text, language)
     if not imports.bindings:
         return ProjectNames()
-    cursor = analyse(text, 0, "python")
+    cursor = analyse(text, 0, language, names=False)
     names: dict[str, ProjectName] = {}
     for local in imports.bindings:
         target = builder.resolve(file_path, text, cursor, tuple(local.split(".")))
@@ -172,17 +155,34 @@ def project_names(builder: ContextBuilder, file_path: str, text: str) -> Project
         head = local.split(".")[0]
         if target.definition is None:
             members: dict[str, ProjectName] = {}
-            defs = builder.file_defs(target.path)
-            if defs is not None:
-                for definition in defs.members.get("", ()):
-                    members[definition.name] = _project_name(definition.kind, definition.name)
+            for path in _module_files(builder, target.path, language):
+                defs = builder.file_defs(path)
+                for definition in defs.members.get("", ()) if defs is not None else ():
+                    members.setdefault(
+                        definition.name, _project_name(definition.kind, definition.name)
+                    )
             names[local if "." not in local else head] = ProjectName(
                 "namespace", True, members=members if "." not in local else None
             )
         else:
             definition = target.definition
-            names[local] = _project_name(definition.kind, definition.name)
+            defs = builder.file_defs(target.path)
+            own = defs.members.get(definition.qualified_name, ()) if defs is not None else ()
+            names[local] = _project_name(
+                definition.kind,
+                definition.name,
+                {m.name: _project_name(m.kind, m.name, member=True) for m in own} or None,
+            )
     return ProjectNames(names)
+
+
+def _module_files(builder: ContextBuilder, path: str, language: str) -> list[str]:
+    """The files that make up the module `path` stands for: a Go package is its
+    directory's Go files."""
+    if language != "go":
+        return [path]
+    files = builder.directories().get(posixpath.dirname(path), [path])
+    return [f for f in files if f.endswith(".go") and not f.endswith("_test.go")]
 
 
 # --- classification ---------------------------------------------------------------------------
@@ -279,7 +279,7 @@ class _Classifier:
         """Assignment targets: names are bound, attributes and subscripts are read."""
         if node.type == "identifier":
             name = _text(node)
-            readonly = scope.kind in ("module", "class") and bool(_CONSTANT.match(name))
+            readonly = scope.kind in ("module", "class") and bool(CONSTANT.match(name))
             self.declare(node, scope, kind, modifiers | ({"readonly"} if readonly else set()))
         elif node.type in _TARGET_CONTAINERS:
             for child in node.named_children:
@@ -502,7 +502,7 @@ class _Classifier:
                 kind = known.kind
                 modifiers = {CROSS_FILE} | ({"readonly"} if known.readonly else set())
             else:
-                kind, modifiers = _guess_imported(name), set()
+                kind, modifiers = guess_imported(name), set()
                 if kind == "variable":
                     modifiers.add("readonly")
             scope.bind(local, kind, frozenset(modifiers))
@@ -573,15 +573,6 @@ def _identifiers(node: Node) -> list[Node]:
     return [found for child in node.named_children for found in _identifiers(child)]
 
 
-def _guess_imported(name: str) -> str:
-    """What a name imported from outside the project probably is, by its spelling."""
-    if _CONSTANT.match(name) and len(name) > 1:
-        return "variable"
-    if name[:1].isupper():
-        return "class"
-    return "function"
-
-
 _HANDLERS: Final[Mapping[str, Callable[[_Classifier, Node, _Scope], None]]] = {
     "function_definition": _Classifier.function,
     "class_definition": _Classifier.class_,
@@ -616,6 +607,25 @@ def classify(root: Node, project: ProjectNames | None = None) -> list[Token]:
 
 def _same(a: Token, b: Token | None) -> bool:
     return b is not None and a.line == b.line and a.column == b.column
+
+
+_CLASSIFIERS: Final[Mapping[str, Callable[[Node, ProjectNames], list[Token]]]] = {
+    "python": classify,
+    "typescript": tokens_ts.classify,
+    "tsx": tokens_ts.classify,
+    "javascript": tokens_ts.classify,
+    "go": tokens_go.classify,
+    "rust": tokens_rust.classify,
+    "java": tokens_java.classify,
+}
+SUPPORTED_LANGUAGES: Final = frozenset(_CLASSIFIERS)
+
+
+def classify_any(root: Node, language: str, project: ProjectNames) -> list[Token] | None:
+    """The tokens of a tree of `language`, sorted by position; None for a language
+    without a classifier."""
+    classifier = _CLASSIFIERS.get(language)
+    return classifier(root, project) if classifier is not None else None
 
 
 # --- encoding ---------------------------------------------------------------------------------
@@ -720,7 +730,7 @@ class DocumentTokens:
         if language not in SUPPORTED_LANGUAGES:
             return None
         tree = self.trees.tree(uri, text, language)
-        return classify(tree.root_node, project) if tree is not None else None
+        return classify_any(tree.root_node, language, project) if tree is not None else None
 
     def remember(self, uri: str, data: list[int]) -> Result:
         """Keep `data` as the document's latest result, under a new id."""

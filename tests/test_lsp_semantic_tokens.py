@@ -3,6 +3,7 @@ supports, ranges, and deltas that always add up to the full result."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -363,6 +364,99 @@ async def test_delta_tokens_equal_full_tokens_after_random_edits(
     opened.append(f"edited_{len(opened)}.py")
     uri = open_document(client, Path("/tmp/headstart-delta") / opened[-1], CHECKOUT_SOURCE)
     session = DeltaSession(client, uri, CHECKOUT_SOURCE)
+    await session.start()
+    for where, span, inserted in edits:
+        session.edit(where, span, inserted)
+        await session.check()
+
+
+# --- other languages -------------------------------------------------------------------------
+
+MULTI = Path(__file__).resolve().parent / "fixtures" / "tokens_multi"
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def multi_client(
+    lsp_client: LanguageClient, fake: FakeBackend, tmp_path: Path
+) -> AsyncIterator[None]:
+    """The server on a copy of the multi-language project (indexed, so that names from
+    other project files are known)."""
+    root = Path(shutil.copytree(MULTI, tmp_path / "tokens_multi"))
+    await started(lsp_client, "vscode", root, fake)
+    lsp_client.root = root  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.parametrize(
+    ("path", "language_id", "expected"),
+    [
+        ("web/checkout.ts", "typescript", [
+            "0:9 Basket class crossFile",
+            "0:17 TAX_RATE variable readonly crossFile",
+            "1:12 models namespace declaration crossFile",
+            "3:5 Total type declaration",
+            "5:22 total function declaration async",
+            "5:28 basket parameter declaration",
+            "5:59 Promise class defaultLibrary",
+            "7:28 items property",
+            "10:23 makeBasket function crossFile",
+            "15:19 name property declaration readonly",
+            "21:2 ringUp method declaration",
+            "23:34 map method",
+        ]),
+        ("go/cmd/main.go", "go", [
+            "0:8 main namespace declaration",
+            "8:6 greeting variable declaration readonly",
+            "10:5 counter class declaration",
+            "14:18 bump method declaration",
+            "14:23 by parameter declaration",
+            "20:1 s variable declaration",
+            "20:6 store namespace crossFile",
+            "20:12 NewStore function crossFile",
+            "21:22 Capacity variable readonly crossFile",
+            "23:17 len function defaultLibrary",
+            "26:5 Println function",
+        ]),
+    ],
+)  # fmt: skip
+async def test_typescript_and_go_files_get_tokens_with_cross_file_names(
+    multi_client: LanguageClient, path: str, language_id: str, expected: list[str]
+) -> None:
+    root: Path = multi_client.root  # type: ignore[attr-defined]
+    uri = open_document(multi_client, root / path, language_id=language_id)
+    result = await full(multi_client, uri)
+    decoded = decode(result.data, legend_of(multi_client), (root / path).read_text())
+    for token in expected:
+        assert token in decoded
+    assert result.result_id
+
+
+TS_SOURCE = (MULTI / "web" / "checkout.ts").read_text()
+TS_SNIPPETS = st.sampled_from(
+    ["x", "basket", " = 1;\n", "\n", "function f(a) {\n  return a;\n}\n", "(", ")", "{", "}",
+     "Basket", ".", "import { Item } from './models';\n", "  ", "`", "//", "this.name",
+     "async ", "(q) => q", "const ", ""]
+)  # fmt: skip
+TS_EDITS = st.lists(
+    st.tuples(st.floats(0, 1), st.integers(0, 12), TS_SNIPPETS), min_size=1, max_size=4
+)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(edits=TS_EDITS)
+async def test_typescript_delta_tokens_equal_full_tokens_after_random_edits(
+    vscode_tokens: LanguageClient, edits: list[tuple[float, int, str]]
+) -> None:
+    client = vscode_tokens
+    opened: list[str] = client.__dict__.setdefault("opened_ts", [])
+    opened.append(f"edited_{len(opened)}.ts")
+    uri = open_document(client, Path("/tmp/headstart-delta") / opened[-1], TS_SOURCE, "typescript")
+    session = DeltaSession(client, uri, TS_SOURCE)
     await session.start()
     for where, span, inserted in edits:
         session.edit(where, span, inserted)
