@@ -80,6 +80,7 @@ from typing import Final, Generic, TypeVar
 import xxhash
 
 from cache.index import ProjectIndex
+from cache.languages import language_for_name
 from cache.model import Definition, FileRecord, ImportRef
 from server import similar as similar_code
 from server.cursor import (
@@ -387,7 +388,9 @@ class ContextBuilder:
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
         self._first_uses: _Lru[str, _FirstUses] = _Lru(64)
         self._chunks: _Lru[tuple[str, str], similar_code.ChunkIndex] = _Lru(cache_size)
-        self._similar_files: _Lru[tuple[int, int, str, frozenset[str]], list[str]] = _Lru(256)
+        self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
+            _Lru(256)
+        )
         self._hits: _Lru[tuple[object, ...], list[similar_code.Hit]] = _Lru(256)
 
     # public API ---------------------------------------------------------------------------
@@ -554,9 +557,14 @@ class ContextBuilder:
         if index is None:
             return 0
         rendered = sum(self._render_ahead(path, None) for path in related_files(index, file_path))
-        for path in self.similar_files(file_path):
-            self.chunk_index(path)
         record = index.records.get(file_path)
+        language = (
+            record.language
+            if record is not None
+            else language_for_name(posixpath.basename(file_path))
+        )
+        for path in self.similar_files(file_path, language):
+            self.chunk_index(path)
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
@@ -648,7 +656,7 @@ class ContextBuilder:
             return []
         pool: list[tuple[str, similar_code.ChunkIndex]] = []
         versions = []
-        for path in self.similar_files(file_path):
+        for path in self.similar_files(file_path, language):
             record = index.records.get(path)
             chunks = self.chunk_index(path)
             if record is not None and chunks is not None and chunks.chunks:
@@ -675,23 +683,21 @@ class ContextBuilder:
             )
         return snippets
 
-    def similar_files(self, file_path: str) -> list[str]:
-        """Where similar code is looked for, at most SIMILAR_FILES files of the current
-        file's language: its direct dependencies and `ProjectIndex.related` (what the
-        definitions come from), then the files that import the same project modules,
-        weighted by how few import each (call sites of the same APIs live there).
-        Memoised while the file set and the file's imports stay the same."""
+    def similar_files(self, file_path: str, language: str | None) -> list[str]:
+        """Where similar code is looked for, at most SIMILAR_FILES files in `language` (the
+        current file's: its record may not exist yet): its direct dependencies and
+        `ProjectIndex.related` (what the definitions come from), then the files that
+        import the same project modules, weighted by how few import each (call sites of
+        the same APIs live there). Memoised while the file set and the imports hold."""
         index = self.index
         if index is None:
             return []
         records = index.records
         deps = index.graph.imports(file_path)
-        key = (id(records), len(records), file_path, deps)
+        key = (id(records), len(records), file_path, language, deps)
         known = self._similar_files.get(key)
         if known is not None:
             return known
-        record = records.get(file_path)
-        language = record.language if record is not None else None
         ranked = dict.fromkeys(related_files(index, file_path))
         weights: dict[str, float] = {}
         for dep in sorted(deps):
@@ -1571,7 +1577,14 @@ def _near_duplicate(a: Snippet, b: Snippet) -> bool:
     shorter, longer = sorted((len(a.text), len(b.text)))
     if longer and shorter / longer < DUPLICATE_JACCARD * 0.8:
         return False  # sizes this far apart cannot share 85% of their tokens
+    if a.similar or b.similar:  # new chunks come with new queries: no parse for them
+        return jaccard(_words_of(a), _words_of(b)) >= DUPLICATE_JACCARD
     return jaccard(_tokens_of(a), _tokens_of(b)) >= DUPLICATE_JACCARD
+
+
+def _words_of(snippet: Snippet) -> frozenset[str]:
+    """`leaf_tokens` without a grammar (words and punctuation), memoised by the text."""
+    return _tokens_of(replace(snippet, language=None))
 
 
 def _in_window(snippet: Snippet, window: frozenset[str]) -> bool:

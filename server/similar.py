@@ -150,10 +150,10 @@ def search(
     """The best `limit` chunks of the pool for the query, best first (ties: path, line),
     overlapping windows of one file dropped for the better one.
 
-    Only chunks that hold one of the query's rarer terms are scored (those of the
-    MAX_SCORED chunks reached first, rarest terms first): a chunk that shares only
-    common words with the query is seldom a use of what it calls, and this bounds the
-    cost whatever the pool's size."""
+    Only chunks that hold one of the query's rarer terms are scored (the rarest terms'
+    chunks, while they number at most MAX_SCORED; always the rarest one's): a chunk
+    that shares only common words with the query is seldom a use of what it calls, and
+    this bounds the cost whatever the pool's size."""
     n_chunks = sum(len(index.chunks) for _, index in pool)
     if not n_chunks or not terms:
         return []
@@ -163,29 +163,27 @@ def search(
         df = sum(len(index.postings.get(term, ())) for _, index in pool)
         if df:
             dfs[term] = df
-    weights = [
-        (term, math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)))
-        for term, df in sorted(dfs.items(), key=lambda item: (item[1], item[0]))
-    ]
+    idf = {term: math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)) for term, df in dfs.items()}
     scored: set[tuple[int, int]] = set()
-    for term, _ in weights:
+    for term in sorted(dfs, key=lambda t: (dfs[t], t)):
+        if scored and len(scored) + dfs[term] > MAX_SCORED:
+            break
         for f, (_, index) in enumerate(pool):
             scored.update((f, number) for number in index.postings.get(term, ()))
-        if len(scored) >= MAX_SCORED:
-            break
+    wanted = idf.keys()
     scores: list[tuple[float, str, int, int]] = []
     for f, number in scored:
         chunk = pool[f][1].chunks[number]
         counts = chunk.terms
+        shared = counts.keys() & wanted
+        if len(shared) < MIN_SHARED_TERMS:
+            continue
         norm = K1 * (1 - B + B * chunk.length / average)
-        score, shared = 0.0, 0
-        for term, idf in weights:
-            tf = counts.get(term)
-            if tf:
-                score += idf * tf * (K1 + 1) / (tf + norm)
-                shared += 1
-        if shared >= MIN_SHARED_TERMS:
-            scores.append((-score, pool[f][0], chunk.start, f * 1_000_000 + number))
+        score = 0.0
+        for term in shared:
+            tf = counts[term]
+            score += idf[term] * tf * (K1 + 1) / (tf + norm)
+        scores.append((-score, pool[f][0], chunk.start, f * 1_000_000 + number))
     hits: list[Hit] = []
     for negative, path, _, code in heapq.nsmallest(4 * limit, scores):
         chunk = pool[code // 1_000_000][1].chunks[code % 1_000_000]
