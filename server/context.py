@@ -125,11 +125,12 @@ STICKY_BONUS: Final = 5.0
 SIMILAR_FILES: Final = 16
 """Files whose chunks similar-code retrieval scores (`ContextBuilder.similar_files`)."""
 SIMILAR_MAX_FILE_BYTES: Final = 300_000
-SIMILAR_STICKY_BONUS: Final = 1.25
-"""A similar chunk chosen last time and found again: its score times this."""
-SIMILAR_FADE: Final = 0.5
-"""A chosen chunk the query no longer finds: its last score times this, for each build
-(it stays while nothing clearly better turns up)."""
+SIMILAR_STICKY_BONUS: Final = 1.5
+"""A similar chunk chosen last time and found again: its score times this (BM25 scores
+of the best chunks are often within a few percent of each other)."""
+SIMILAR_FADE: Final = 0.7
+"""A chosen chunk the query no longer finds: its score when last found times this (it
+stays while nothing clearly better turns up)."""
 DUPLICATE_JACCARD: Final = 0.85
 MIN_CUT_TOKENS: Final = 64
 """A snippet too long for the room left is cut to fit when at least this much fits."""
@@ -346,6 +347,8 @@ class _Memory:
     """(path, name) -> the snippet and how many more builds it is remembered for."""
     last: frozenset[tuple[str, str]] = frozenset()
     """(path, name) of the snippets the latest build put in the prompt."""
+    faded: set[tuple[str, str]] = field(default_factory=set)
+    """Similar-code chunks the latest build had only from here, at a faded score."""
 
 
 # --- the builder ------------------------------------------------------------------------------
@@ -391,7 +394,9 @@ class ContextBuilder:
         self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
             _Lru(256)
         )
-        self._hits: _Lru[tuple[object, ...], list[similar_code.Hit]] = _Lru(256)
+        self._hits: _Lru[
+            tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
+        ] = _Lru(256)
 
     # public API ---------------------------------------------------------------------------
 
@@ -477,10 +482,12 @@ class ContextBuilder:
                 snippet = replace(snippet, score=score)
             out.append(snippet)
         present = {(snippet.path, snippet.name) for snippet in candidates}
+        memory.faded = set()
         for key, (snippet, _) in memory.chosen.items():
             if key not in present:
                 if snippet.similar:
                     score = snippet.score * SIMILAR_FADE
+                    memory.faded.add(key)
                 else:
                     score = min(snippet.score, STICKY_SCORE)
                 out.append(replace(snippet, score=score))
@@ -492,7 +499,10 @@ class ContextBuilder:
             return
         kept = {k: (s, ttl - 1) for k, (s, ttl) in memory.chosen.items() if ttl > 1}
         for snippet in chosen:
-            kept[(snippet.path, snippet.name)] = (snippet, STICKY_BUILDS)
+            key = (snippet.path, snippet.name)
+            if key in memory.faded:  # its score as last found, or the fading compounds
+                snippet = memory.chosen[key][0]
+            kept[key] = (snippet, STICKY_BUILDS)
         memory.chosen = kept
         memory.last = frozenset((snippet.path, snippet.name) for snippet in chosen)
         while len(self._memory) > 64:
@@ -664,11 +674,11 @@ class ContextBuilder:
                 versions.append((path, record.digest))
         if not pool:
             return []
-        terms = similar_code.known_terms(similar_code.query_terms(text, offset), pool)
-        key = (file_path, terms, tuple(versions))
+        dfs = similar_code.frequencies(similar_code.query_terms(text, offset), pool)
+        key = (frozenset(dfs), tuple(versions))
         hits = self._hits.get(key)
         if hits is None:
-            hits = self._hits.put(key, similar_code.search(terms, pool))
+            hits = self._hits.put(key, similar_code.search(dfs, pool))
         snippets = []
         for hit in hits:
             lines = self.file_lines(hit.path)
@@ -1584,7 +1594,11 @@ def _near_duplicate(a: Snippet, b: Snippet) -> bool:
 
 def _words_of(snippet: Snippet) -> frozenset[str]:
     """`leaf_tokens` without a grammar (words and punctuation), memoised by the text."""
-    return _tokens_of(replace(snippet, language=None))
+    key = (snippet.text, None)
+    words = _token_sets.get(key)
+    if words is None:
+        words = _token_sets.put(key, leaf_tokens(snippet.text, None))
+    return words
 
 
 def _in_window(snippet: Snippet, window: frozenset[str]) -> bool:

@@ -25,7 +25,7 @@ import keyword
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
@@ -128,65 +128,82 @@ def chunk_index(lines: Sequence[str]) -> ChunkIndex:
 
 
 def query_terms(text: str, end: int, lines: int = QUERY_LINES) -> frozenset[str]:
-    """The terms of the last `lines` lines of `text[:end]` (the cursor's line among them)."""
+    """The terms of the last `lines` lines of `text[:end]` (the cursor's line among them),
+    less a word that `end` may be in the middle of: it counts once it is complete, so
+    typing it changes nothing."""
     start = end
     for _ in range(lines):
         start = text.rfind("\n", 0, start)
         if start <= 0:
             start = 0
             break
-    return frozenset(t for line in text[start:end].split("\n") for t in terms_of(line))
+    head = _TYPED_WORD.sub("", text[start:end])
+    return frozenset(t for line in head.split("\n") for t in terms_of(line))
 
 
-def known_terms(terms: frozenset[str], pool: Sequence[tuple[str, ChunkIndex]]) -> frozenset[str]:
-    """The query terms some chunk of the pool holds: the others change no score, so a
-    half-typed word leaves the answer (and its memo) as it was."""
-    return frozenset(t for t in terms if any(t in index.postings for _, index in pool))
+_TYPED_WORD: Final = re.compile(r"\w+\Z")
+
+
+def frequencies(terms: frozenset[str], pool: Sequence[tuple[str, ChunkIndex]]) -> dict[str, int]:
+    """How many chunks of the pool hold each query term, for those some chunk holds (the
+    others change no score, so they need not change a memo's key)."""
+    found = {}
+    for term in terms:
+        df = 0
+        for _, index in pool:
+            postings = index.postings.get(term)
+            if postings is not None:
+                df += len(postings)
+        if df:
+            found[term] = df
+    return found
 
 
 def search(
-    terms: frozenset[str], pool: Sequence[tuple[str, ChunkIndex]], limit: int = MAX_HITS
+    dfs: Mapping[str, int], pool: Sequence[tuple[str, ChunkIndex]], limit: int = MAX_HITS
 ) -> list[Hit]:
-    """The best `limit` chunks of the pool for the query, best first (ties: path, line),
-    overlapping windows of one file dropped for the better one.
+    """The best `limit` chunks of the pool for the query whose `frequencies` are `dfs`,
+    best first (ties: path, line), overlapping windows of one file dropped for the
+    better one.
 
     Only chunks that hold one of the query's rarer terms are scored (the rarest terms'
     chunks, while they number at most MAX_SCORED; always the rarest one's): a chunk
     that shares only common words with the query is seldom a use of what it calls, and
     this bounds the cost whatever the pool's size."""
     n_chunks = sum(len(index.chunks) for _, index in pool)
-    if not n_chunks or not terms:
+    if not n_chunks or not dfs:
         return []
     average = sum(index.total_length for _, index in pool) / n_chunks or 1.0
-    dfs = {}
-    for term in terms:
-        df = sum(len(index.postings.get(term, ())) for _, index in pool)
-        if df:
-            dfs[term] = df
     idf = {term: math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)) for term, df in dfs.items()}
-    scored: set[tuple[int, int]] = set()
+    scored: list[set[int]] = [set() for _ in pool]
+    total = 0
     for term in sorted(dfs, key=lambda t: (dfs[t], t)):
-        if scored and len(scored) + dfs[term] > MAX_SCORED:
+        if total and total + dfs[term] > MAX_SCORED:
             break
+        total += dfs[term]
         for f, (_, index) in enumerate(pool):
-            scored.update((f, number) for number in index.postings.get(term, ()))
+            postings = index.postings.get(term)
+            if postings is not None:
+                scored[f].update(postings)
     wanted = idf.keys()
-    scores: list[tuple[float, str, int, int]] = []
-    for f, number in scored:
-        chunk = pool[f][1].chunks[number]
-        counts = chunk.terms
-        shared = counts.keys() & wanted
-        if len(shared) < MIN_SHARED_TERMS:
-            continue
-        norm = K1 * (1 - B + B * chunk.length / average)
-        score = 0.0
-        for term in shared:
-            tf = counts[term]
-            score += idf[term] * tf * (K1 + 1) / (tf + norm)
-        scores.append((-score, pool[f][0], chunk.start, f * 1_000_000 + number))
+    scores: list[tuple[float, str, int, int, int]] = []
+    for f, numbers in enumerate(scored):
+        path, chunks = pool[f][0], pool[f][1].chunks
+        for number in numbers:
+            chunk = chunks[number]
+            counts = chunk.terms
+            shared = counts.keys() & wanted
+            if len(shared) < MIN_SHARED_TERMS:
+                continue
+            norm = K1 * (1 - B + B * chunk.length / average)
+            score = 0.0
+            for term in shared:
+                tf = counts[term]
+                score += idf[term] * tf * (K1 + 1) / (tf + norm)
+            scores.append((-score, path, chunk.start, f, number))
     hits: list[Hit] = []
-    for negative, path, _, code in heapq.nsmallest(4 * limit, scores):
-        chunk = pool[code // 1_000_000][1].chunks[code % 1_000_000]
+    for negative, path, _, f, number in heapq.nsmallest(4 * limit, scores):
+        chunk = pool[f][1].chunks[number]
         if any(
             h.path == path and h.chunk.start < chunk.end and chunk.start < h.chunk.end for h in hits
         ):

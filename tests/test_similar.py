@@ -9,10 +9,12 @@ import pytest
 
 from cache.index import ProjectIndex
 from server.context import Budget, ContextBuilder, Snippet, build_context, estimate_tokens
+from server.cursor import analyse
 from server.similar import (
     CHUNK_LINES,
     CHUNK_STRIDE,
     chunk_index,
+    frequencies,
     query_terms,
     search,
     terms_of,
@@ -61,6 +63,12 @@ def test_the_query_is_the_last_lines_before_the_cursor() -> None:
     assert "far_away" in query_terms(text, len(text), lines=20)
 
 
+def test_a_word_being_typed_counts_once_complete() -> None:
+    text = "result = client.sen"
+    assert query_terms(text, len(text)) == {"result", "client"}
+    assert query_terms(text + "d(", len(text) + 2) == {"result", "client", "send"}
+
+
 # --- scoring ------------------------------------------------------------------------------------
 
 CALLER = """\
@@ -78,21 +86,22 @@ def test_the_chunk_that_uses_the_same_rare_names_ranks_first() -> None:
         ("a/caller.py", chunk_index(CALLER.split("\n"))),
     ]
     typed = "def other(request):\n    client = make_client(request.app)\n    client."
-    hits = search(query_terms(typed, len(typed)), pool)
+    hits = search(frequencies(query_terms(typed, len(typed)), pool), pool)
     assert hits[0].path == "a/caller.py"
     assert hits == sorted(hits, key=lambda h: -h.score)
 
 
 def test_one_shared_word_is_not_enough() -> None:
     pool = [("a.py", chunk_index(["unique_word = 1", "other_thing = 2"]))]
-    assert search(frozenset({"unique_word", "missing"}), pool) == []
-    assert search(frozenset({"unique_word", "other_thing"}), pool) != []
+    assert frequencies(frozenset({"unique_word", "missing"}), pool) == {"unique_word": 1}
+    assert search(frequencies(frozenset({"unique_word", "missing"}), pool), pool) == []
+    assert search(frequencies(frozenset({"unique_word", "other_thing"}), pool), pool) != []
 
 
 def test_overlapping_windows_of_a_file_are_not_both_returned() -> None:
     lines = ["filler_a = filler_b"] * 6 + ["target_call(special_arg)"] + ["filler_c = 1"] * 20
     pool = [("a.py", chunk_index(lines))]
-    hits = search(frozenset({"target_call", "special_arg"}), pool)
+    hits = search(frequencies(frozenset({"target_call", "special_arg"}), pool), pool)
     spans = sorted((h.chunk.start, h.chunk.end) for h in hits)
     assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
 
@@ -214,3 +223,23 @@ def test_typing_keeps_the_chunks(project: ProjectIndex) -> None:
         changes += previous is not None and chosen != previous
         previous = chosen
     assert changes <= 2
+
+
+def test_chunks_no_longer_found_stay_put_rather_than_take_turns() -> None:
+    """Chunks remembered from earlier in the function fade once, not on every build: when
+    two such compete for one slot, the better keeps it (they once took turns, changing
+    the prompt on every keystroke)."""
+    builder = ContextBuilder(None)
+    cursor = analyse("def f():\n    x = 1\n", 18, "python")
+    first = chunk("a.py", "alpha_call(one, two)\n" * 3, 0, 10.0)
+    second = chunk("b.py", "beta_call(three, four)\n" * 3, 0, 9.0)
+    budget = Budget(total=600, cross_file_share=0.0, suffix_share=0.0, similar_share=0.05)
+    builder._with_memory("f.py", cursor, [])
+    builder._remember("f.py", (first, second))  # both chosen once, then no longer found
+    chosen = []
+    for _ in range(6):
+        candidates = builder._with_memory("f.py", cursor, [])
+        context = build_context("", "", candidates, budget)
+        builder._remember("f.py", context.snippets)
+        chosen.append([s.path for s in context.snippets])
+    assert chosen == [["a.py"]] * 6
