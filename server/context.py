@@ -394,6 +394,9 @@ class ContextBuilder:
         self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
             _Lru(256)
         )
+        self._similar_wanted = True
+        """Whether the latest build had a share for similar code (`prepare` chunks the
+        pool only then: with completion.similarCodeShare 0 nothing needs chunks)."""
         self._hits: _Lru[
             tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
         ] = _Lru(256)
@@ -418,7 +421,8 @@ class ContextBuilder:
         candidates = self.candidates(
             file_path, text, cursor, limit=2 * budget.max_snippets, line_start=line_start
         )
-        if budget.similar_cap > 0:
+        self._similar_wanted = budget.similar_cap > 0
+        if self._similar_wanted:
             candidates += self.similar(file_path, text, offset, cursor.language)
         candidates = self._with_memory(file_path, cursor, candidates)
         if count != self._count:  # memoised counts belong to one tokenizer
@@ -573,7 +577,7 @@ class ContextBuilder:
             if record is not None
             else language_for_name(posixpath.basename(file_path))
         )
-        for path in self.similar_files(file_path, language):
+        for path in self.similar_files(file_path, language) if self._similar_wanted else ():
             self.chunk_index(path)
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
