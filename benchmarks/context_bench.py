@@ -234,6 +234,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sessions", type=int, default=8, help="typing sessions to replay")
     parser.add_argument("--total", type=int, default=2048, help="token budget")
+    parser.add_argument(
+        "--similar-share",
+        type=float,
+        default=Budget().similar_share,
+        help="share of similar-code chunks (0: off, as completion.similarCodeShare 0)",
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -243,7 +249,7 @@ def main() -> None:
         f"index: {summary.files} files in {time.perf_counter() - started:.1f} s "
         f"({summary.reused} reused from the store)"
     )
-    budget = Budget(total=args.total)
+    budget = Budget(total=args.total, similar_share=args.similar_share)
     files = python_files(index)
     time_cursor(index, files, args.samples, args.seed)
     time_builds(index, files, budget, args.samples, args.per_file, args.seed)

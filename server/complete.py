@@ -116,6 +116,10 @@ def budget_for(settings: CompletionSettings, prompting: Prompting, ctx: CursorCo
         suffix_share=settings.suffix_share,
         cross_file_share=settings.cross_file_share,
         reserved=count(bare) + JOIN_SLACK,
+        similar_share=min(
+            settings.similar_code_share,
+            max(0.0, 0.9 - settings.suffix_share - settings.cross_file_share),
+        ),
     )
 
 

@@ -180,6 +180,14 @@ class CompletionSettings(_Section):
     cross_file_share: float = Field(
         0.4, ge=0.0, le=0.9, description="Most other files' snippets may take."
     )
+    similar_code_share: float = Field(
+        0.15,
+        ge=0.0,
+        le=0.5,
+        description="Most code chunks from related files that read like the lines above "
+        "the cursor (call sites of the same APIs) may take, out of the prefix's room; "
+        "0 turns them off.",
+    )
 
     @field_validator("tokenizer")
     @classmethod

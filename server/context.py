@@ -13,18 +13,25 @@ For a document and a cursor (`server.cursor.analyse`), the builder
    the dot being completed first, then the name being typed and the function being
    called, then the current statement, then the lines above), then by graph distance
    (direct dependency > two hops > same directory > importer), then by recency;
-4. **fits** the budget greedily by score, skipping near-duplicates (Jaccard >= 0.85 of the
+4. adds **similar code** (`server.similar`): the 12-line chunks of related files (the
+   same files, plus those that import the same project modules) that read most like the
+   last lines above the cursor by BM25 — call sites showing how the APIs being called
+   are called — as candidates that compete only with each other, for a share of their
+   own (`Budget.similar_share`, 0 turns them off);
+5. **fits** the budget greedily by score, skipping near-duplicates (Jaccard >= 0.85 of the
    sets of tree-sitter leaf tokens) and snippets already visible in the current file's
-   window, then renders the chosen ones in a **stable order** (below), and trims the
-   prefix from the top and the suffix from the bottom at line boundaries.
+   window (and chunks that a chosen snippet of their file already shows), then renders
+   the chosen ones in a **stable order** (below), and trims the prefix from the top and
+   the suffix from the bottom at line boundaries.
 
 Snippets: a definition as its source when short (<= SHORT_LINES lines), otherwise its
 signature and docstring (a class: header, docstring and member signatures); a related
 file as its outline (or whole, when short). Rendered texts are cached per file digest, so a
 keystroke's build re-renders nothing that did not change.
 
-Render order (for vLLM's prefix cache): file outlines first, then definitions; within
-each, by path, then line. The order depends only on which snippets were chosen, never on
+Render order (for vLLM's prefix cache): file outlines first, then definitions, then
+similar code (it follows the lines being typed, so it changes most); within each, by
+path, then line. The order depends only on which snippets were chosen, never on
 their scores, so consecutive keystrokes that choose the same set render the same bytes;
 file outlines depend only on the active file, so they change least and come first, and the
 definitions that answer the names at the cursor sit nearest to the current file, where the
@@ -34,17 +41,22 @@ The chosen set is kept steady too: what was chosen for a file stays a (low-score
 candidate for STICKY_BUILDS builds while the cursor stays in the same function, so a
 half-typed word or a just-finished statement does not swap snippets in and out; words typed
 in comments and strings are not names; a bare word being typed never pulls in a whole
-module. On /tmp/bigws this keeps the shared prompt prefix between keystrokes at 90-93%.
+module. Similar-code chunks are kept the same way, their search memoised by the query
+terms the chunks know (a half-typed word changes nothing), a chosen chunk winning
+near-ties and fading out when no longer found. On /tmp/bigws this keeps the shared prompt
+prefix between keystrokes at 90-93%.
 
 State: the builder is per workspace and keeps per-file caches (outlines arranged for
-lookups, rendered snippets, token sets, all keyed by file digest) and the per-file memory
-above (`forget` drops it), and where each name a file imports is defined (it depends on
-the import, not on the cursor). `prepare(path)` does ahead of a file's first keystroke what
-its builds would otherwise wait for: outlines are made on first use, so it resolves the
-names the file imports and the dotted names that start with one, walks the base classes
-they lead to, renders related files and definitions, and indexes which lines use which
-imported name; the server calls it where it activates the cache queue. Only answers that
-do not depend on the cursor are kept from it, so a build chooses what it would without it.
+lookups, rendered snippets, token sets, similar-code chunk indexes, all keyed by file
+digest) and the per-file memory above (`forget` drops it), and where each name a file
+imports is defined (it depends on the import, not on the cursor). `prepare(path)` does
+ahead of a file's first keystroke what its builds would otherwise wait for: outlines are
+made on first use, so it resolves the names the file imports and the dotted names that
+start with one, walks the base classes they lead to, renders related files and
+definitions, chunks the files similar code is looked for in, and indexes which lines use
+which imported name; the server calls it where it activates the cache queue. Only answers
+that do not depend on the cursor are kept from it, so a build chooses what it would
+without it.
 
 The budget counts with the `count` it is given (the model's tokenizer in the server; the
 chars/4 `estimate_tokens` by default) and includes each snippet's rendering overhead
@@ -68,7 +80,9 @@ from typing import Final, Generic, TypeVar
 import xxhash
 
 from cache.index import ProjectIndex
+from cache.languages import language_for_name
 from cache.model import Definition, FileRecord, ImportRef
+from server import similar as similar_code
 from server.cursor import (
     CALL,
     Binding,
@@ -108,6 +122,15 @@ STICKY_BUILDS: Final = 40
 STICKY_SCORE: Final = 60.0
 """Its score then: above related files (< 50), below any name near the cursor (>= 100)."""
 STICKY_BONUS: Final = 5.0
+SIMILAR_FILES: Final = 16
+"""Files whose chunks similar-code retrieval scores (`ContextBuilder.similar_files`)."""
+SIMILAR_MAX_FILE_BYTES: Final = 300_000
+SIMILAR_STICKY_BONUS: Final = 1.5
+"""A similar chunk chosen last time and found again: its score times this (BM25 scores
+of the best chunks are often within a few percent of each other)."""
+SIMILAR_FADE: Final = 0.7
+"""A chosen chunk the query no longer finds: its score when last found times this (it
+stays while nothing clearly better turns up)."""
 DUPLICATE_JACCARD: Final = 0.85
 MIN_CUT_TOKENS: Final = 64
 """A snippet too long for the room left is cut to fit when at least this much fits."""
@@ -134,8 +157,9 @@ def estimate_tokens(text: str) -> int:
 class Budget:
     """How many tokens the context may take, and how they are shared.
 
-    Snippets get up to `cross_file_share` of the total, the suffix up to `suffix_share`;
-    the prefix gets everything they leave unused."""
+    Snippets get up to `cross_file_share` of the total, the suffix up to `suffix_share`,
+    similar-code chunks up to `similar_share` of what those two leave; the prefix gets
+    everything they leave unused."""
 
     total: int = 2048
     suffix_share: float = 0.06
@@ -147,6 +171,9 @@ class Budget:
     max_snippets: int = 32
     prefix_step_lines: int = 8
     """The prefix starts at a multiple of this many lines (stable across keystrokes)."""
+    similar_share: float = 0.15
+    """Most similar-code chunks may take (`server.similar`), out of what the snippets and
+    the suffix leave (so out of the prefix's room); 0 turns them off."""
 
     @property
     def available(self) -> int:
@@ -158,8 +185,16 @@ class Budget:
 
     @property
     def suffix_cap(self) -> int:
-        share = min(1.0 - min(1.0, max(0.0, self.cross_file_share)), max(0.0, self.suffix_share))
-        return int(self.available * share)
+        return int(self.available * self._suffix_fraction)
+
+    @property
+    def similar_cap(self) -> int:
+        room = 1.0 - min(1.0, max(0.0, self.cross_file_share)) - self._suffix_fraction
+        return int(self.available * max(0.0, min(room, self.similar_share)))
+
+    @property
+    def _suffix_fraction(self) -> float:
+        return min(1.0 - min(1.0, max(0.0, self.cross_file_share)), max(0.0, self.suffix_share))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +208,9 @@ class Snippet:
     name: str = ""
     """The definition's qualified name; "" for a file outline."""
     language: str | None = None
+    similar: bool = False
+    """A chunk of similar code (`server.similar`), not a definition or an outline: it
+    competes for its own share of the budget."""
 
     @property
     def is_file(self) -> bool:
@@ -180,8 +218,11 @@ class Snippet:
 
     @property
     def order(self) -> tuple[int, str, int, str]:
-        """The render order: file outlines, then definitions; by path, then line."""
-        return (0 if self.is_file else 1, self.path, self.start_line, self.name)
+        """The render order: file outlines, then definitions, then similar code (it
+        changes with the lines being typed, so it goes last: nearest the current file,
+        where it costs the prefix cache least); by path, then line."""
+        kind = 2 if self.similar else 0 if self.is_file else 1
+        return (kind, self.path, self.start_line, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +347,8 @@ class _Memory:
     """(path, name) -> the snippet and how many more builds it is remembered for."""
     last: frozenset[tuple[str, str]] = frozenset()
     """(path, name) of the snippets the latest build put in the prompt."""
+    faded: set[tuple[str, str]] = field(default_factory=set)
+    """Similar-code chunks the latest build had only from here, at a faded score."""
 
 
 # --- the builder ------------------------------------------------------------------------------
@@ -347,6 +390,16 @@ class ContextBuilder:
         )
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
         self._first_uses: _Lru[str, _FirstUses] = _Lru(64)
+        self._chunks: _Lru[tuple[str, str], similar_code.ChunkIndex] = _Lru(cache_size)
+        self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
+            _Lru(256)
+        )
+        self._similar_wanted = True
+        """Whether the latest build had a share for similar code (`prepare` chunks the
+        pool only then: with completion.similarCodeShare 0 nothing needs chunks)."""
+        self._hits: _Lru[
+            tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
+        ] = _Lru(256)
 
     # public API ---------------------------------------------------------------------------
 
@@ -368,6 +421,9 @@ class ContextBuilder:
         candidates = self.candidates(
             file_path, text, cursor, limit=2 * budget.max_snippets, line_start=line_start
         )
+        self._similar_wanted = budget.similar_cap > 0
+        if self._similar_wanted:
+            candidates += self.similar(file_path, text, offset, cursor.language)
         candidates = self._with_memory(file_path, cursor, candidates)
         if count != self._count:  # memoised counts belong to one tokenizer
             self._counts.clear()
@@ -410,7 +466,9 @@ class ContextBuilder:
         now. A name that is half-typed, or a statement just finished, would otherwise
         swap snippets in and out on every key and cost the prompt its cached prefix. The
         remembered ones score just above related files, so fresh references still win the
-        budget; those chosen last time get a small bonus to win near-ties. Moving to
+        budget; those chosen last time get a small bonus to win near-ties. Similar-code
+        chunks compete only with each other: a remembered one gets a bonus when found
+        again and fades when not (SIMILAR_STICKY_BONUS, SIMILAR_FADE). Moving to
         another function forgets them."""
         memory = self._memory.get(file_path)
         scope = tuple(s.name for s in cursor.scopes)
@@ -421,12 +479,22 @@ class ContextBuilder:
         for snippet in candidates:
             key = (snippet.path, snippet.name)
             if key in memory.chosen:
-                snippet = replace(snippet, score=snippet.score + STICKY_BONUS)
+                if snippet.similar:
+                    score = snippet.score * SIMILAR_STICKY_BONUS
+                else:
+                    score = snippet.score + STICKY_BONUS
+                snippet = replace(snippet, score=score)
             out.append(snippet)
         present = {(snippet.path, snippet.name) for snippet in candidates}
+        memory.faded = set()
         for key, (snippet, _) in memory.chosen.items():
             if key not in present:
-                out.append(replace(snippet, score=min(snippet.score, STICKY_SCORE)))
+                if snippet.similar:
+                    score = snippet.score * SIMILAR_FADE
+                    memory.faded.add(key)
+                else:
+                    score = min(snippet.score, STICKY_SCORE)
+                out.append(replace(snippet, score=score))
         return out
 
     def _remember(self, file_path: str, chosen: tuple[Snippet, ...]) -> None:
@@ -435,7 +503,10 @@ class ContextBuilder:
             return
         kept = {k: (s, ttl - 1) for k, (s, ttl) in memory.chosen.items() if ttl > 1}
         for snippet in chosen:
-            kept[(snippet.path, snippet.name)] = (snippet, STICKY_BUILDS)
+            key = (snippet.path, snippet.name)
+            if key in memory.faded:  # its score as last found, or the fading compounds
+                snippet = memory.chosen[key][0]
+            kept[key] = (snippet, STICKY_BUILDS)
         memory.chosen = kept
         memory.last = frozenset((snippet.path, snippet.name) for snippet in chosen)
         while len(self._memory) > 64:
@@ -501,6 +572,13 @@ class ContextBuilder:
             return 0
         rendered = sum(self._render_ahead(path, None) for path in related_files(index, file_path))
         record = index.records.get(file_path)
+        language = (
+            record.language
+            if record is not None
+            else language_for_name(posixpath.basename(file_path))
+        )
+        for path in self.similar_files(file_path, language) if self._similar_wanted else ():
+            self.chunk_index(path)
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
@@ -578,6 +656,95 @@ class ContextBuilder:
         if self.index is None:
             return None
         return _Request(self, self.index, file_path, text, cursor).resolve(chain, 0)
+
+    def similar(
+        self, file_path: str, text: str, offset: int, language: str | None
+    ) -> list[Snippet]:
+        """Chunks of `similar_files` that read like the lines above `offset`, best first,
+        as candidates of their own kind (`Snippet.similar`). Chunk indexes are made once
+        per file version (`prepare` makes the pool's, so a build makes only those of
+        files changed since), and the search is memoised by the pool's versions and the
+        query terms the pool knows, so typing inside a word costs a few set lookups."""
+        index = self.index
+        if index is None:
+            return []
+        pool: list[tuple[str, similar_code.ChunkIndex]] = []
+        versions = []
+        for path in self.similar_files(file_path, language):
+            record = index.records.get(path)
+            chunks = self.chunk_index(path)
+            if record is not None and chunks is not None and chunks.chunks:
+                pool.append((path, chunks))
+                versions.append((path, record.digest))
+        if not pool:
+            return []
+        dfs = similar_code.frequencies(similar_code.query_terms(text, offset), pool)
+        key = (frozenset(dfs), tuple(versions))
+        hits = self._hits.get(key)
+        if hits is None:
+            hits = self._hits.put(key, similar_code.search(dfs, pool))
+        snippets = []
+        for hit in hits:
+            lines = self.file_lines(hit.path)
+            record = index.records.get(hit.path)
+            if lines is None or record is None:
+                continue
+            chunk = hit.chunk
+            body = "\n".join(lines[chunk.start : chunk.end]) + "\n"
+            name = f"lines {chunk.start + 1}-{chunk.end}"
+            snippets.append(
+                Snippet(hit.path, body, chunk.start, hit.score, name, record.language, True)
+            )
+        return snippets
+
+    def similar_files(self, file_path: str, language: str | None) -> list[str]:
+        """Where similar code is looked for, at most SIMILAR_FILES files in `language` (the
+        current file's: its record may not exist yet): its direct dependencies and
+        `ProjectIndex.related` (what the definitions come from), then the files that
+        import the same project modules, weighted by how few import each (call sites of
+        the same APIs live there). Memoised while the file set and the imports hold."""
+        index = self.index
+        if index is None:
+            return []
+        records = index.records
+        deps = index.graph.imports(file_path)
+        key = (id(records), len(records), file_path, language, deps)
+        known = self._similar_files.get(key)
+        if known is not None:
+            return known
+        ranked = dict.fromkeys(related_files(index, file_path))
+        weights: dict[str, float] = {}
+        for dep in sorted(deps):
+            importers = index.graph.imported_by(dep)
+            for other in importers:
+                weights[other] = weights.get(other, 0.0) + 1.0 / len(importers)
+        ranked.update(dict.fromkeys(sorted(weights, key=lambda p: (-weights[p], p))))
+        ranked.pop(file_path, None)
+        files = []
+        for path in ranked:
+            candidate = records.get(path)
+            if (
+                candidate is not None
+                and candidate.language == language
+                and candidate.size <= SIMILAR_MAX_FILE_BYTES
+            ):
+                files.append(path)
+                if len(files) == SIMILAR_FILES:
+                    break
+        return self._similar_files.put(key, files)
+
+    def chunk_index(self, path: str) -> similar_code.ChunkIndex | None:
+        """The chunks of `path`'s current version (`server.similar.chunk_index`), cached."""
+        record = self._record(path)
+        if record is None:
+            return None
+        key = (path, record.digest)
+        cached = self._chunks.get(key)
+        if cached is not None:
+            return cached
+        lines = self.file_lines(path)
+        made = similar_code.chunk_index(lines) if lines is not None else similar_code.EMPTY
+        return self._chunks.put(key, made)
 
     # internals ----------------------------------------------------------------------------
 
@@ -1424,7 +1591,18 @@ def _near_duplicate(a: Snippet, b: Snippet) -> bool:
     shorter, longer = sorted((len(a.text), len(b.text)))
     if longer and shorter / longer < DUPLICATE_JACCARD * 0.8:
         return False  # sizes this far apart cannot share 85% of their tokens
+    if a.similar or b.similar:  # new chunks come with new queries: no parse for them
+        return jaccard(_words_of(a), _words_of(b)) >= DUPLICATE_JACCARD
     return jaccard(_tokens_of(a), _tokens_of(b)) >= DUPLICATE_JACCARD
+
+
+def _words_of(snippet: Snippet) -> frozenset[str]:
+    """`leaf_tokens` without a grammar (words and punctuation), memoised by the text."""
+    key = (snippet.text, None)
+    words = _token_sets.get(key)
+    if words is None:
+        words = _token_sets.put(key, leaf_tokens(snippet.text, None))
+    return words
 
 
 def _in_window(snippet: Snippet, window: frozenset[str]) -> bool:
@@ -1466,23 +1644,27 @@ def build_context(
     overhead = overhead or default_overhead(count)
     available = budget.available
     window = _window_lines(prefix, suffix, budget)
+    ranked = sorted(candidates, key=lambda s: (-s.score, s.path, s.start_line, s.name))
     chosen: list[Snippet] = []
-    used = 0
-    cap = budget.cross_file_cap
-    for snippet in sorted(candidates, key=lambda s: (-s.score, s.path, s.start_line, s.name)):
-        if len(chosen) >= budget.max_snippets or cap - used <= 0:
-            break
-        if _in_window(snippet, window):
-            continue
-        cost = overhead(snippet.path) + count(snippet.text)
-        if used + cost > cap:
-            snippet, cost = _cut_to_fit(snippet, cap - used, count, overhead)
-            if not snippet.text:
-                continue
-        if any(_near_duplicate(snippet, other) for other in chosen):
-            continue
-        chosen.append(snippet)
-        used += cost
+    used = _fit_snippets(
+        [s for s in ranked if not s.similar],
+        chosen,
+        budget.cross_file_cap,
+        budget.max_snippets,
+        window,
+        count,
+        overhead,
+    )
+    if budget.similar_cap > 0:
+        used += _fit_snippets(
+            [s for s in ranked if s.similar],
+            chosen,
+            budget.similar_cap,
+            budget.max_snippets,
+            window,
+            count,
+            overhead,
+        )
     suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
     prefix_text, prefix_tokens = fit_prefix(
         prefix, available - used - suffix_tokens, count, budget.prefix_step_lines
@@ -1496,6 +1678,59 @@ def build_context(
         tokens=used + suffix_tokens + prefix_tokens,
         cursor=cursor,
     )
+
+
+def _fit_snippets(
+    ranked: list[Snippet],
+    chosen: list[Snippet],
+    cap: int,
+    max_snippets: int,
+    window: frozenset[str],
+    count: Count,
+    overhead: Overhead,
+) -> int:
+    """Append to `chosen` the best of `ranked` that fit `cap`; the tokens they take. A
+    similar-code chunk is never cut (half a call site misleads), and is skipped when a
+    snippet already chosen from its file shows most of its lines or overlaps it."""
+    used = 0
+    for snippet in ranked:
+        if len(chosen) >= max_snippets or cap - used <= 0:
+            break
+        if _in_window(snippet, window):
+            continue
+        cost = overhead(snippet.path) + count(snippet.text)
+        if used + cost > cap:
+            if snippet.similar:
+                continue
+            snippet, cost = _cut_to_fit(snippet, cap - used, count, overhead)
+            if not snippet.text:
+                continue
+        if snippet.similar and _shown_by(snippet, chosen):
+            continue
+        if any(_near_duplicate(snippet, other) for other in chosen):
+            continue
+        chosen.append(snippet)
+        used += cost
+    return used
+
+
+def _shown_by(chunk: Snippet, chosen: list[Snippet]) -> bool:
+    """Whether the chosen snippets of the chunk's file already show it: a chunk it
+    overlaps, or most of its lines among theirs (a definition shown whole)."""
+    end = chunk.start_line + chunk.text.count("\n")
+    same_file = [s for s in chosen if s.path == chunk.path]
+    for other in same_file:
+        if (
+            other.similar
+            and other.start_line < end
+            and chunk.start_line < (other.start_line + other.text.count("\n"))
+        ):
+            return True
+    if not same_file:
+        return False
+    lines = _lines_of(chunk)
+    shown = frozenset().union(*(_lines_of(s) for s in same_file))
+    return bool(lines) and len(lines & shown) >= IN_WINDOW_SHARE * len(lines)
 
 
 def _cut_to_fit(
@@ -1650,7 +1885,9 @@ def _without_import_lines(text: str) -> str:
 def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:
     """Lines of the current file that the prompt shows whatever the snippets take: the
     prefix and suffix within their smallest shares, at a generous 3 characters a token."""
-    least_prefix = max(0, budget.available - budget.cross_file_cap - budget.suffix_cap)
+    least_prefix = max(
+        0, budget.available - budget.cross_file_cap - budget.suffix_cap - budget.similar_cap
+    )
     head = prefix[max(0, len(prefix) - least_prefix * 3) :]
     tail = suffix[: budget.suffix_cap * 3]
     return _line_set(head) | _line_set(tail)

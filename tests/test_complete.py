@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tokenizer_helpers import tiny_tokenizer
 
 from cache.index import ProjectIndex
-from server.complete import CursorContext, Prompting, plan_request
+from server.complete import CursorContext, Prompting, budget_for, plan_request
 from server.config import CompletionSettings
 from server.context import ContextBuilder
 from server.prompt import TEMPLATES
@@ -69,3 +69,16 @@ def test_the_rendered_prompt_fits_the_budget(
     request, _ = plan_request(ctx, settings_, Prompting(template, COUNTER))
 
     assert len(COUNTER.tokenizer.encode(request.prompt).ids) <= total  # type: ignore[union-attr]
+
+
+def test_similar_code_takes_only_what_the_other_shares_leave_the_prefix(
+    builder: ContextBuilder,
+) -> None:
+    ctx = CursorContext("x = 1\n", 6, SERVICE, "context_py", "python", builder)
+    prompting = Prompting(TEMPLATES["qwen"].with_tokenizer(COUNTER), COUNTER)
+    roomy = budget_for(CompletionSettings(), prompting, ctx)
+    assert roomy.similar_share == 0.15
+    crowded = CompletionSettings(suffix_share=0.1, cross_file_share=0.75)
+    assert budget_for(crowded, prompting, ctx).similar_share == pytest.approx(0.05)
+    off = CompletionSettings(similar_code_share=0)
+    assert budget_for(off, prompting, ctx).similar_cap == 0

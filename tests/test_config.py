@@ -114,6 +114,15 @@ def test_budget_shares_must_leave_room_for_the_prefix() -> None:
         load_settings({"completion": {"suffixShare": 0.5, "crossFileShare": 0.45}}, environ={})
 
 
+def test_similar_code_share_is_a_completion_setting_that_zero_turns_off() -> None:
+    """`--set similarCodeShare=0` (benchmarks/repo_eval.py) sends the number 0."""
+    assert load_settings(environ={}).completion.similar_code_share == 0.15
+    completion = load_settings({"completion": {"similarCodeShare": 0}}, environ={}).completion
+    assert completion.similar_code_share == 0.0
+    with pytest.raises(SettingsError, match=r"completion\.similarCodeShare"):
+        load_settings({"completion": {"similarCodeShare": 0.6}}, environ={})
+
+
 def test_refactor_settings_have_defaults_and_named_bounds() -> None:
     refactor = load_settings(environ={}).refactor
     assert (refactor.max_tokens, refactor.context_tokens) == (2048, 6144)

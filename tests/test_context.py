@@ -425,28 +425,39 @@ texts = st.lists(lines, max_size=60).map("\n".join)
 @given(
     prefix=texts,
     suffix=texts,
-    bodies=st.lists(st.tuples(st.sampled_from(["a.py", "pkg/b.py", "c.ts"]), texts), max_size=8),
+    bodies=st.lists(
+        st.tuples(st.sampled_from(["a.py", "pkg/b.py", "c.ts"]), texts, st.booleans()),
+        max_size=8,
+    ),
     total=st.integers(min_value=0, max_value=3000),
     reserved=st.integers(min_value=0, max_value=200),
     cross=st.floats(min_value=0, max_value=1),
     suffix_share=st.floats(min_value=0, max_value=1),
+    similar_share=st.floats(min_value=0, max_value=1),
     step=st.integers(min_value=1, max_value=16),
     counter=st.sampled_from(COUNTERS),
 )
 def test_the_budget_is_never_exceeded(
     prefix: str,
     suffix: str,
-    bodies: list[tuple[str, str]],
+    bodies: list[tuple[str, str, bool]],
     total: int,
     reserved: int,
     cross: float,
     suffix_share: float,
+    similar_share: float,
     step: int,
     counter: object,
 ) -> None:
+    """Definitions and similar-code chunks (`similar`) alike, each kind within its cap."""
     count = counter if callable(counter) else estimate_tokens
-    budget = Budget(total, suffix_share, cross, reserved, prefix_step_lines=step)
-    snippets = [Snippet(p, t, i, float(i), f"n{i}") for i, (p, t) in enumerate(bodies)]
+    budget = Budget(
+        total, suffix_share, cross, reserved, prefix_step_lines=step, similar_share=similar_share
+    )
+    snippets = [
+        Snippet(p, t, i, float(i), f"n{i}", similar=similar)
+        for i, (p, t, similar) in enumerate(bodies)
+    ]
     overhead = default_overhead(count)
     context = build_context(prefix, suffix, snippets, budget, count, overhead)
     counted = (
@@ -456,7 +467,10 @@ def test_the_budget_is_never_exceeded(
     )
     assert context.tokens == counted <= max(0, total - reserved)
     assert prefix.endswith(context.prefix) and suffix.startswith(context.suffix)
-    assert sum(overhead(s.path) + count(s.text) for s in context.snippets) <= budget.cross_file_cap
+    for kind, cap in ((False, budget.cross_file_cap), (True, budget.similar_cap)):
+        taken = [s for s in context.snippets if s.similar == kind]
+        assert sum(overhead(s.path) + count(s.text) for s in taken) <= cap
+    assert budget.cross_file_cap + budget.suffix_cap + budget.similar_cap <= budget.available
 
 
 def test_the_server_budget_holds_on_a_real_build(py_index: ProjectIndex) -> None:

@@ -122,3 +122,52 @@ async def test_without_an_index_the_prompt_is_the_current_file(
     uri = open_document(vscode, outside, text)
     prompt = await prompt_for(vscode, fake, uri, position)
     assert prompt_files(prompt) == ["elsewhere.py"]
+
+
+LEDGER = (
+    '"""Bookkeeping: how the project values stock (long enough to be shown by its outline)."""\n'
+    "\n"
+    "from inventory.models import Warehouse\n"
+    "from inventory.pricing import total_value, with_vat\n"
+    "\n\n"
+    "def closing_entry(warehouse: Warehouse, period: str) -> dict[str, object]:\n"
+    "    net = total_value(warehouse)\n"
+    "    gross = with_vat(net)\n"
+    '    return dict(period=period, net=net, gross=gross, kind="closing-entry")\n'
+    + "".join(
+        f"\n\ndef account_{i}(warehouse: Warehouse) -> int:\n    return len(warehouse) + {i}\n"
+        for i in range(20)
+    )
+)
+
+AUDIT = """from inventory.models import Warehouse
+from inventory.pricing import total_value, with_vat
+
+
+def audit_entry(warehouse: Warehouse, period: str) -> dict[str, object]:
+    net = total_value(warehouse)
+    gross = █
+"""
+
+
+async def test_a_call_site_from_another_file_reaches_the_prompt(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """Similar code: the lines of another file that read like those above the cursor
+    show the model how the function being called is called there."""
+    await wait_for_progress_end(vscode)
+    ledger = workspace / "inventory" / "ledger.py"
+    ledger.write_text(LEDGER)
+    watched(vscode, (ledger, types.FileChangeType.Created))
+    text, position = cursor_at(AUDIT)
+    path = workspace / "inventory" / "audit.py"
+    uri = open_document(vscode, path, text)
+    deadline = time.monotonic() + 10
+    prompt = ""
+    while 'kind="closing-entry"' not in prompt:
+        assert time.monotonic() < deadline, prompt
+        prompt = await prompt_for(vscode, fake, uri, position)
+        await asyncio.sleep(0.1)
+    assert "    gross = with_vat(net)\n" in prompt
+    assert prompt.index("closing-entry") < prompt.index("<|fim_prefix|>")
+    assert prompt_files(prompt)[-1] == "inventory/audit.py"
