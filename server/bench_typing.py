@@ -24,6 +24,11 @@ from cache.languages import language_for
 MIN_LINE_CHARS = 12
 """Shorter lines (a `return`, a bracket) say little about completion."""
 MAX_LINE_CHARS = 120
+NOT_CODE = frozenset(
+    {"markdown", "rst", "text", "json", "jsonc", "yaml", "toml", "ini", "requirements", "po",
+     "csv", "xml", "html", "dockerfile"}
+)  # fmt: skip
+"""Prose and configuration: typed rarely, and not what completion is measured on."""
 MAX_FILE_BYTES = 200_000
 """Larger files are usually generated; people rarely type in them."""
 
@@ -75,12 +80,13 @@ class LineToType:
 
 
 def lines_worth_typing(root: Path, languages: frozenset[str] | None = None) -> list[LineToType]:
-    """Every line of the workspace's source files a person might type: code, not blank,
-    not a comment, 12-120 characters; in path order (the generator shuffles)."""
+    """Every line of the workspace's source files a person might type: code (of
+    `languages`, by default any but NOT_CODE), not blank, not a comment, 12-120
+    characters; in path order (the generator shuffles)."""
     found: list[LineToType] = []
     for path in sorted(root.rglob("*")):
         language = language_for(path)
-        if language is None or (languages is not None and language not in languages):
+        if language is None or (language not in languages if languages else language in NOT_CODE):
             continue
         if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue

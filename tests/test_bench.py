@@ -53,12 +53,15 @@ def test_lines_worth_typing_skips_comments_short_lines_and_hidden_folders(tmp_pa
     root = make_project(tmp_path)
     (root / ".venv").mkdir()
     (root / ".venv" / "x.py").write_text("value = compute_something_long()\n")
+    (root / "README.md").write_text("Shop prices are computed with tax included.\n")
     lines = {(line.path.name, line.typed) for line in lines_worth_typing(root)}
     assert ("prices.py", "return round(amount * (1 + TAX_RATE), 2)") in lines
     assert ("cart.py", "subtotal = sum(items)") in lines
     assert not any("rate is fixed" in typed or typed == '"""Prices."""' for _, typed in lines)
     assert ("prices.py", "TAX_RATE = 0.2") in lines  # 14 characters: kept
-    assert not any(name == "x.py" for name, _ in lines)
+    assert not any(name in ("x.py", "README.md") for name, _ in lines)
+    markdown = lines_worth_typing(root, frozenset({"markdown"}))
+    assert [line.typed for line in markdown] == ["Shop prices are computed with tax included."]
 
 
 def test_typing_sessions_are_seeded_and_paced_like_people(tmp_path: Path) -> None:
