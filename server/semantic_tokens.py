@@ -42,6 +42,7 @@ from server.cursor import analyse, file_imports
 from server.token_model import (
     CONSTANT,
     CROSS_FILE,
+    Binding,
     ProjectName,
     ProjectNames,
     Token,
@@ -206,17 +207,11 @@ _SKIPPED: Final = frozenset(
 
 
 @dataclass(slots=True)
-class _Binding:
-    kind: str
-    modifiers: frozenset[str]
-
-
-@dataclass(slots=True)
 class _Scope:
     kind: str
     """"module", "class", "function", "lambda" or "comprehension"."""
     parent: _Scope | None
-    bindings: dict[str, _Binding] = field(default_factory=dict)
+    bindings: dict[str, Binding] = field(default_factory=dict)
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
 
@@ -226,7 +221,7 @@ class _Scope:
             return False
         if name in self.bindings:
             return False
-        self.bindings[name] = _Binding(kind, modifiers)
+        self.bindings[name] = Binding(kind, modifiers)
         return True
 
     def enclosing_class(self) -> _Scope | None:
@@ -516,7 +511,7 @@ class _Classifier:
 
     # resolution ---------------------------------------------------------------------------
 
-    def lookup(self, name: str, scope: _Scope) -> _Binding | None:
+    def lookup(self, name: str, scope: _Scope) -> Binding | None:
         current: _Scope | None = scope
         first = True
         while current is not None:

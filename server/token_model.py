@@ -29,6 +29,14 @@ class Token:
     modifiers: frozenset[str] = frozenset()
 
 
+@dataclass(slots=True)
+class Binding:
+    """What a name is bound to in a scope: its token kind and modifiers."""
+
+    kind: str
+    modifiers: frozenset[str]
+
+
 @dataclass(frozen=True, slots=True)
 class ProjectName:
     kind: str

@@ -21,6 +21,7 @@ from tree_sitter import Node
 from server.token_model import (
     CONSTANT,
     CROSS_FILE,
+    Binding,
     ProjectName,
     ProjectNames,
     Token,
@@ -30,12 +31,6 @@ from server.token_model import (
 
 DECLARATION: Final = frozenset({"declaration"})
 READONLY: Final = frozenset({"readonly"})
-
-
-@dataclass(slots=True)
-class Binding:
-    kind: str
-    modifiers: frozenset[str]
 
 
 @dataclass(slots=True)
