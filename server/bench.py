@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import json
 import os
@@ -47,7 +48,8 @@ from server.metrics import percentile
 Record = dict[str, Any]
 USERS_PER_WORKER = 50
 SERVER_MEMORY_MB = 200
-"""Assumed memory of one `headstart serve` until a step has measured it."""
+"""Memory allowed for one `headstart serve` when checking that a step fits: ~80 MB was
+measured on the sample project, more with the model's tokenizer loaded."""
 
 
 class BenchError(Exception):
@@ -144,10 +146,11 @@ class Bench:
         config = self._worker_config(cache_dir)
         config_path = cache_dir / "worker_config.json"  # holds the environment: not in OUT
         config_path.write_text(json.dumps(config))
+        server_env: dict[str, str] = config["serverEnv"]
         steps: list[Step] = []
         started = time.time()
         try:
-            await self._start_workers(config_path)
+            await self._start_workers(config_path, server_env)
             for number, users in enumerate(options.users, 1):
                 step = Step(users)
                 steps.append(step)
@@ -164,7 +167,7 @@ class Bench:
 
     def _worker_config(self, cache_dir: Path) -> dict[str, Any]:
         options = self.options
-        settings = json.loads(json.dumps(options.settings))
+        settings = copy.deepcopy(options.settings)
         settings.setdefault("backend", {}).setdefault("url", options.backend_url)
         here = str(Path(__file__).resolve().parent.parent)
         path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
@@ -173,11 +176,11 @@ class Bench:
             "settings": settings,
             "serverEnv": {**os.environ, "PYTHONPATH": path, "HEADSTART_CACHE_DIR": str(cache_dir)},
             "speed": dataclasses.asdict(TypingSpeed().scaled(options.speed)),
-            "languages": _languages(options) and sorted(_languages(options) or ()),
+            "languages": sorted(options.languages) if options.languages else None,
             "seed": options.seed,
         }
 
-    async def _start_workers(self, config_path: Path) -> None:
+    async def _start_workers(self, config_path: Path, env: dict[str, str]) -> None:
         most = max(self.options.users)
         count = self.options.workers or min(
             -(-most // USERS_PER_WORKER), max(1, (os.cpu_count() or 2) // 2)
@@ -190,7 +193,7 @@ class Bench:
                 str(config_path),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                env=json.loads(config_path.read_text())["serverEnv"],
+                env=env,
                 limit=1 << 24,
             )
             self.workers.append(WorkerProcess(process, self))

@@ -107,8 +107,7 @@ class SimulatedUser:
                 continue
             text = self._answered(record, future, key, line.text[column:])
             pending = None
-            right = bool(text) and text.split("\n")[0] == line.text[column:]
-            if column < len(line.text) and right and self.session.accepts():
+            if column < len(line.text) and record.get("right") and self.session.accepts():
                 await asyncio.sleep(self.session.accept_delay_s())
                 self.editor.type(document, line.row, column, line.text[column:])
                 self.emit({"user": self.user, "t": time.monotonic(), "accepted": len(text)})

@@ -14,6 +14,7 @@ server latency.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import sys
 import time
@@ -41,7 +42,7 @@ class Worker:
         self.out.append(json.dumps(record))
 
     def add(self, user: int, report_requests: bool) -> None:
-        settings = json.loads(json.dumps(self.settings))
+        settings = copy.deepcopy(self.settings)
         log = settings.setdefault("log", {})
         log["completionReports"] = "requests" if report_requests else "timings"
         session = TypingSession(self.lines, self.seed * 100_003 + user, self.speed)

@@ -21,9 +21,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from cache.paths import path_to_uri
-
-COMPLETION_REPORT = "$/headstart/completionReport"
-STATUS = "$/headstart/status"
+from server.protocol import COMPLETION_REPORT, STATUS
 
 
 def vscode_like_capabilities() -> types.ClientCapabilities:
@@ -59,8 +57,6 @@ class EditorSession:
 
     def __post_init__(self) -> None:
         self.client = LanguageClient("headstart-editor", "1")
-        self.status: dict[str, Any] = {}
-        """The last `$/headstart/status` (backend health, last latency)."""
         self.on_completion_report: Callable[[dict[str, Any]], None] | None = None
         """Called with each `$/headstart/completionReport` (log.completionReports)."""
         self.indexed = asyncio.Event()
@@ -79,7 +75,7 @@ class EditorSession:
 
         @self.client.feature(STATUS)
         def on_status(params: Any) -> None:
-            self.status = plain(params)
+            """A scripted editor has no status bar; handled so pygls does not warn."""
 
         @self.client.feature(types.WORKSPACE_CONFIGURATION)
         def on_configuration(params: types.ConfigurationParams) -> list[object]:
@@ -206,12 +202,11 @@ class EditorSession:
         started = time.perf_counter()
         result = await self.request_inline_completion(document, line, column)[1]
         latency_ms = (time.perf_counter() - started) * 1000
-        items = result.items if isinstance(result, types.InlineCompletionList) else result or []
-        if not items:
+        item = first_item(result)
+        if item is None:
             return "", latency_ms
-        text = items[0].insert_text
-        text = text if isinstance(text, str) else text.value
-        start = items[0].range.start if items[0].range else None
+        text = suggestion_text(result)
+        start = item.range.start if item.range else None
         if start is not None and (start.line, start.character) < (line, column):
             typed = _text_between(document.lines, start, types.Position(line, column))
             text = text[len(typed) :] if text.startswith(typed) else text
@@ -223,12 +218,18 @@ class EditorSession:
         )
 
 
+def first_item(result: Any) -> types.InlineCompletionItem | None:
+    """The first item of an inline completion result (a list or a bare array), if any."""
+    items = result.items if isinstance(result, types.InlineCompletionList) else result or []
+    return items[0] if items else None
+
+
 def suggestion_text(result: Any) -> str:
     """The first item's text of an inline completion result ('' when there is none)."""
-    items = result.items if isinstance(result, types.InlineCompletionList) else result or []
-    if not items:
+    item = first_item(result)
+    if item is None:
         return ""
-    text = items[0].insert_text
+    text = item.insert_text
     return text if isinstance(text, str) else text.value
 
 

@@ -31,7 +31,7 @@ from server.config import SettingsError, load_settings
 from server.logs import attach_editor, configure_logging
 from server.lsp_backend import LocalBackend
 from server.project import ProjectCache
-from server.protocol import HeadstartProtocol
+from server.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
 from server.refactor import ACTION_KINDS
 from server.semantic_tokens import FULL_LEGEND, DocumentTokens
 from server.stops import Mode
@@ -41,9 +41,6 @@ from server.trees import DocumentTrees
 
 log = logging.getLogger(__name__)
 SECTION = "headstart"
-STATUS = "$/headstart/status"
-COMPLETION_REPORT = "$/headstart/completionReport"
-"""Whether the backend answered, for editors' status bars (the VS Code extension's)."""
 
 
 class HeadstartServer(LanguageServer):

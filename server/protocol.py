@@ -1,4 +1,5 @@
-"""pygls' JSON-RPC protocol, with an answer for requests that cannot be deserialised.
+"""pygls' JSON-RPC protocol, with an answer for requests that cannot be deserialised;
+and the names of Headstart's own notifications, which the server and scripted editors share.
 
 pygls only logs a message that does not fit its LSP type ("Invalid Params", naming
 nothing) and sends no reply, so the client waits forever for the request's result.
@@ -14,6 +15,11 @@ from cattrs.errors import ClassValidationError
 from cattrs.v import format_exception
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
+
+STATUS = "$/headstart/status"
+"""Whether the backend answered, for editors' status bars (the VS Code extension's)."""
+COMPLETION_REPORT = "$/headstart/completionReport"
+"""One inline completion's stage timings (log.completionReports), for `headstart bench`."""
 
 
 def _describe(exc: BaseException, type_: type | None) -> str:

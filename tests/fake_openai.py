@@ -585,8 +585,9 @@ class PrefixCache:
     def query(self, tokens: list[int]) -> None:
         self.queries += len(tokens)
         hitting = True
+        key = 0
         for end in range(self.BLOCK, len(tokens) + 1, self.BLOCK):
-            key = hash(tuple(tokens[:end]))
+            key = hash((key, *tokens[end - self.BLOCK : end]))  # chained, as vLLM's block hashes
             if hitting and key in self.blocks:
                 self.hits += self.BLOCK
             else:
