@@ -135,7 +135,8 @@ class SimulatedUser:
         record["outcome"] = "answered"
         record["ms"] = (record.get("done", time.monotonic()) - record["t"]) * 1000
         record["chars"] = len(text)
-        record["right"] = bool(text) and text.split("\n")[0] == rest
+        # at the line's end (rest "") a next-line suggestion is not "the rest of the line"
+        record["right"] = bool(rest) and text.split("\n")[0] == rest
         if report is not None:
             record["cached"] = bool(report.get("cached"))
             record["serverMs"] = report.get("serverMs")

@@ -7,6 +7,7 @@ simulated editors that are real LSP clients of their own `headstart serve`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import statistics
@@ -18,9 +19,11 @@ from typing import Any
 import pytest
 from conftest import ROOT, server_env
 from fake_openai import FakeBackend
+from lsprotocol import types
 
 from server.bench_stats import histogram_quantile, metrics_delta, parse_metrics, summarize
 from server.bench_typing import TypingSession, TypingSpeed, lines_worth_typing
+from server.bench_user import SimulatedUser
 
 PROJECT = {
     "shop/prices.py": '''"""Prices."""
@@ -151,6 +154,28 @@ def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:
     assert summary["stagesMs"]["stream"]["p50"] == 8.0  # after the first chunk
     assert summary["stagesMs"]["transport"]["p50"] == 5.0
     assert summary["errors"] == ["backend unreachable"]
+
+
+def test_a_suggestion_is_right_only_when_it_is_the_rest_of_the_line(tmp_path: Path) -> None:
+    """At the end of a typed line there is no rest: a next-line suggestion is not it."""
+    root = make_project(tmp_path)
+    session = TypingSession(lines_worth_typing(root), 0, TypingSpeed())
+    emitted: list[dict[str, Any]] = []
+    user = SimulatedUser(0, root, session, {}, {}, emitted.append)
+
+    async def judge(text: str, rest: str) -> bool:
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        reply.set_result(
+            types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text)])
+        )
+        record: dict[str, Any] = {"t": 0.0}
+        user._answered(record, reply, ("uri", 1, 0, 0), rest)
+        return bool(record["right"])
+
+    assert asyncio.run(judge("sum(items)\n", "sum(items)"))
+    assert not asyncio.run(judge("sum(item)", "sum(items)"))
+    assert not asyncio.run(judge("\nreturn total", ""))
+    assert len(emitted) == 3 and all(r["outcome"] == "answered" for r in emitted)
 
 
 def line_rules(root: Path) -> list[dict[str, Any]]:
