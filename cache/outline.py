@@ -124,6 +124,12 @@ def parse_outline(source: bytes, language: str) -> Outline | None:
     return Outline(language, tuple(outliner.definitions), tuple(imports))
 
 
+def named_child(node: Node, index: int) -> Node | None:
+    """The node's index-th named child, or None: tree-sitter 0.26 raises IndexError past
+    the end, and half-typed code is full of empty blocks and argument lists."""
+    return node.named_child(index) if 0 <= index < node.named_child_count else None
+
+
 def _looks_binary(data: bytes) -> bool:
     """Whether `data` is no source text (a video named .ts, a UTF-16 file): then not parsed.
 
@@ -405,7 +411,7 @@ def _python_block(
             if inner is not None:
                 _python_definition(outliner, inner, child, prefix, in_class, depth)
         elif kind == "expression_statement":
-            statement = child.named_child(0)
+            statement = named_child(child, 0)
             if statement is not None and statement.type == "assignment":
                 _python_assignment(outliner, statement, child, prefix)
         elif kind == "assignment":
@@ -501,12 +507,12 @@ def _python_definition(
 def _python_docstring(outliner: _Outliner, body: Node) -> str | None:
     """The first statement of a body when it is a string: Python's own idea of a docstring."""
     index = 0
-    statement = body.named_child(0)
+    statement = named_child(body, 0)
     while statement is not None and statement.type == "comment":
         index += 1
-        statement = body.named_child(index)
+        statement = named_child(body, index)
     if statement is not None and statement.type == "expression_statement":
-        statement = statement.named_child(0)
+        statement = named_child(statement, 0)
     if statement is None or statement.type != "string":
         return None
     raw = outliner.text(statement)
@@ -646,7 +652,7 @@ def _ts_call(outliner: _Outliner, call: Node, position: int) -> None:
         return
     if function.type not in ("identifier", "import"):
         return
-    first = arguments.named_child(0)
+    first = named_child(arguments, 0)
     if first is not None and first.type == "string":
         module = outliner.string_value(first)
         outliner.imports.append(ImportRef(module, (), call.start_point[0]))
@@ -688,7 +694,7 @@ def _ts_statement(
         for child in node.named_children:
             _ts_statement(outliner, child, outer, prefix, exported, depth)
     elif kind == "expression_statement":
-        inner = node.named_child(0)
+        inner = named_child(node, 0)
         if inner is not None and inner.type == "internal_module":
             _ts_statement(outliner, inner, outer, prefix, exported, depth)
     elif kind == "ERROR":
@@ -822,7 +828,7 @@ def _outline_go(outliner: _Outliner, root: Node, depth: int = 0) -> None:
     for child in root.children:
         kind = child.type
         if kind == "package_clause":
-            name_node = child.named_child(0)
+            name_node = named_child(child, 0)
             if name_node is not None:
                 _define_package(outliner, child, outliner.text(name_node), _GO_COMMENTS)
         elif kind == "import_declaration":
@@ -869,7 +875,7 @@ def _go_receiver_type(outliner: _Outliner, receiver: Node) -> str | None:
         if type_node.type == "generic_type":
             type_node = type_node.child_by_field_name("type")
         else:
-            type_node = type_node.named_child(0)
+            type_node = named_child(type_node, 0)
     return outliner.text(type_node) if type_node is not None else None
 
 

@@ -36,6 +36,7 @@ from typing import Final, cast
 from tree_sitter import Language, Node, Parser
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
+from cache.outline import named_child
 from server.stops import CursorShape, analyse_cursor
 
 WINDOW_ABOVE: Final = 100
@@ -912,7 +913,7 @@ class _Walker:
             "parenthesized_expression",
             "reference_expression",
         ):
-            node = node.named_child(node.named_child_count - 1)
+            node = named_child(node, node.named_child_count - 1)
         if node is None:
             return ()
         kind = node.type
@@ -955,14 +956,14 @@ def _python_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tup
     elif kind in ("typed_parameter", "typed_default_parameter"):
         name = node.child_by_field_name("name")
         if name is None:
-            name = node.named_child(0)
+            name = named_child(node, 0)
         if name is not None and name.type == "identifier":
             yield _text(name), walker.type_chain(node.child_by_field_name("type"))
     elif kind == "with_item":
         value = node.child_by_field_name("value")
         if value is not None and value.type == "as_pattern":
             alias = value.child_by_field_name("alias")
-            target = value.named_child(0)
+            target = named_child(value, 0)
             if alias is not None:
                 yield _text(alias).strip(), walker.value_type(target)
 
@@ -1001,7 +1002,7 @@ def _go_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[s
         chain = walker.type_chain(node.child_by_field_name("type"))
         if not chain and kind == "var_spec":
             values = node.child_by_field_name("value")
-            chain = walker.value_type(values.named_child(0) if values is not None else None)
+            chain = walker.value_type(named_child(values, 0) if values is not None else None)
         for name in node.children_by_field_name("name"):
             yield _text(name), chain
     elif kind == "short_var_declaration":
@@ -1265,7 +1266,7 @@ def _ts_import(node: Node, out: list[tuple[str, Binding]]) -> None:
             value = declarator.child_by_field_name("value")
             name = declarator.child_by_field_name("name")
             arguments = value.child_by_field_name("arguments") if value is not None else None
-            source = arguments.named_child(0) if arguments is not None else None
+            source = named_child(arguments, 0) if arguments is not None else None
             if name is not None and source is not None and name.type == "identifier":
                 _bind(out, _text(name), _text(source).strip("\"'`"), None)
         return
@@ -1280,7 +1281,7 @@ def _ts_import(node: Node, out: list[tuple[str, Binding]]) -> None:
         if part.type == "identifier":  # default import: usually named like its definition
             _bind(out, _text(part), module, _text(part))
         elif part.type == "namespace_import":
-            _bind(out, _text(part.named_child(0)), module, None)
+            _bind(out, _text(named_child(part, 0)), module, None)
         elif part.type == "named_imports":
             for specifier in part.named_children:
                 if specifier.type != "import_specifier":
@@ -1369,7 +1370,7 @@ def _rust_use(node: Node, prefix: str, out: list[tuple[str, Binding]]) -> None:
         for child in node.named_children:
             _rust_use(child, prefix, out)
     elif kind == "use_wildcard":
-        path_node = node.named_child(0)
+        path_node = named_child(node, 0)
         _bind(out, "*", join(prefix, _text(path_node)), None)
 
 

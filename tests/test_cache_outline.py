@@ -285,6 +285,27 @@ def test_python_broken_source_still_outlines_what_parses() -> None:
     assert result.imports == (ImportRef("os", (), 0),)
 
 
+
+def test_python_definition_being_typed_keeps_the_file_outlined(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A `def` whose body is not typed yet parses to an empty block; the file's other
+    definitions must still be there (tree-sitter 0.26 raises past a node's last child)."""
+    result = outline(
+        """\
+        from .exceptions import NotCallableError
+
+        class Validator:
+            def check(self, value):
+
+        def later(x):
+            return x
+        """,
+        "python",
+    )
+    assert {"Validator", "Validator.check", "later"} <= set(by_name(result))
+    assert "could not outline" not in caplog.text
+
 # --- TypeScript, TSX, JavaScript ----------------------------------------------------------
 
 
