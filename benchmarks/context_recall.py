@@ -37,8 +37,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from repo_eval import completion_overrides, group_by_repo, prepare_workspace  # noqa: E402
 
 from cache.index import ProjectIndex  # noqa: E402
+from server.complete import settings_budget  # noqa: E402
 from server.config import CompletionSettings  # noqa: E402
 from server.context import Budget, Context, ContextBuilder  # noqa: E402
+from server.prompt import choose_template  # noqa: E402
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEYWORDS = frozenset(keyword.kwlist)
@@ -62,16 +64,7 @@ def checks(task: dict[str, Any], snippets: str, window: str) -> dict[str, bool]:
 def budget_of(settings: CompletionSettings) -> Budget:
     """The server's budget for these settings (`server.complete.budget_for`), less the
     template's few fixed tokens."""
-    return Budget(
-        total=settings.context_tokens,
-        suffix_share=settings.suffix_share,
-        cross_file_share=settings.cross_file_share,
-        reserved=16,
-        similar_share=min(
-            settings.similar_code_share,
-            max(0.0, 0.9 - settings.suffix_share - settings.cross_file_share),
-        ),
-    )
+    return settings_budget(settings, reserved=16)
 
 
 def bm25_snippets(task: dict[str, Any], root: Path, cache: dict[str, Any]) -> str:
@@ -86,6 +79,20 @@ def bm25_snippets(task: dict[str, Any], root: Path, cache: dict[str, Any]) -> st
     return "\n".join(text for _, text in cache[repo].retrieve(task))
 
 
+def write_prompt(folder: Path, task: dict[str, Any], context: Context) -> None:
+    """The prompt the server would send for the task, with the expected line at the end."""
+    text = choose_template("qwen", None).render(
+        repo_name=task["package"],
+        snippets=context.files(),
+        file_path=task["file"],
+        prefix=context.prefix,
+        suffix=context.suffix,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", task["task_id"]) + ".txt"
+    (folder / name).write_text(f"{text}\n\n### expected: {task['groundtruth']}\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", required=True, type=Path)
@@ -95,6 +102,9 @@ def main() -> int:
         "--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval", help="baselines.py"
     )
     parser.add_argument("--per-task", type=Path, help="write each task's checks here (jsonl)")
+    parser.add_argument(
+        "--prompts", type=Path, help="write each task's prompt here (Qwen template), to read"
+    )
     args = parser.parse_args()
     tasks = [json.loads(line) for line in args.tasks.open() if line.strip()][: args.limit]
     settings = CompletionSettings.model_validate(completion_overrides(args.set))
@@ -122,6 +132,8 @@ def main() -> int:
                 )
                 times.append((time.perf_counter() - started) * 1000)
                 builder.forget(task["file"])
+                if args.prompts:
+                    write_prompt(args.prompts, task, context)
                 snippets = "\n".join(s.text for s in context.snippets)
                 row = {"task_id": task["task_id"], "package": task["package"]}
                 for name, found in checks(task, snippets, context.prefix + context.suffix).items():

@@ -111,15 +111,21 @@ def budget_for(settings: CompletionSettings, prompting: Prompting, ctx: CursorCo
     bare = template.render(
         repo_name=ctx.repo_name, snippets=[("", "")], file_path=ctx.file_path, prefix="", suffix=""
     )
+    return settings_budget(settings, reserved=count(bare) + JOIN_SLACK)
+
+
+def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
+    """The completion settings' shares of the budget, `reserved` tokens taken off first."""
     return Budget(
         total=settings.context_tokens,
         suffix_share=settings.suffix_share,
         cross_file_share=settings.cross_file_share,
-        reserved=count(bare) + JOIN_SLACK,
+        reserved=reserved,
         similar_share=min(
             settings.similar_code_share,
             max(0.0, 0.9 - settings.suffix_share - settings.cross_file_share),
         ),
+        head_share=settings.imports_share,
     )
 
 

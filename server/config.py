@@ -189,6 +189,14 @@ class CompletionSettings(_Section):
         "0 turns them off.",
     )
 
+    imports_share: float = Field(
+        0.1,
+        ge=0.0,
+        le=0.3,
+        description="Most the current file's import statements may take when the prefix "
+        "is cut below them (a long file), out of the prefix's room; 0 turns them off.",
+    )
+
     @field_validator("tokenizer")
     @classmethod
     def _non_empty_path(cls, value: str | None) -> str | None:

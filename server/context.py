@@ -82,6 +82,7 @@ import xxhash
 from cache.index import ProjectIndex
 from cache.languages import language_for_name
 from cache.model import Definition, FileRecord, ImportRef
+from server import file_head
 from server import similar as similar_code
 from server.cursor import (
     CALL,
@@ -174,6 +175,9 @@ class Budget:
     similar_share: float = 0.15
     """Most similar-code chunks may take (`server.similar`), out of what the snippets and
     the suffix leave (so out of the prefix's room); 0 turns them off."""
+    head_share: float = 0.1
+    """Most the current file's imports may take when the prefix is cut above them
+    (`server.file_head`), out of the prefix's room; 0 turns them off."""
 
     @property
     def available(self) -> int:
@@ -191,6 +195,10 @@ class Budget:
     def similar_cap(self) -> int:
         room = 1.0 - min(1.0, max(0.0, self.cross_file_share)) - self._suffix_fraction
         return int(self.available * max(0.0, min(room, self.similar_share)))
+
+    @property
+    def head_cap(self) -> int:
+        return int(self.available * min(1.0, max(0.0, self.head_share)))
 
     @property
     def _suffix_fraction(self) -> float:
@@ -211,6 +219,9 @@ class Snippet:
     similar: bool = False
     """A chunk of similar code (`server.similar`), not a definition or an outline: it
     competes for its own share of the budget."""
+    head: bool = False
+    """The current file's own import statements that the prefix no longer shows
+    (`server.file_head`): rendered last, next to the file they belong to."""
 
     @property
     def is_file(self) -> bool:
@@ -220,8 +231,9 @@ class Snippet:
     def order(self) -> tuple[int, str, int, str]:
         """The render order: file outlines, then definitions, then similar code (it
         changes with the lines being typed, so it goes last: nearest the current file,
-        where it costs the prefix cache least); by path, then line."""
-        kind = 2 if self.similar else 0 if self.is_file else 1
+        where it costs the prefix cache least), then the current file's imports (right
+        before the file); by path, then line."""
+        kind = 3 if self.head else 2 if self.similar else 0 if self.is_file else 1
         return (kind, self.path, self.start_line, self.name)
 
 
@@ -437,6 +449,8 @@ class ContextBuilder:
             overhead or default_overhead(count),
             names=tuple(reference.dotted for reference in cursor.references),
             cursor=cursor,
+            file_path=file_path,
+            language=cursor.language,
         )
         self._remember(file_path, context.snippets)
         return context
@@ -502,6 +516,7 @@ class ContextBuilder:
         if memory is None:
             return
         kept = {k: (s, ttl - 1) for k, (s, ttl) in memory.chosen.items() if ttl > 1}
+        chosen = tuple(snippet for snippet in chosen if not snippet.head)  # not a candidate
         for snippet in chosen:
             key = (snippet.path, snippet.name)
             if key in memory.faded:  # its score as last found, or the fading compounds
@@ -1633,6 +1648,8 @@ def build_context(
     *,
     names: tuple[str, ...] = (),
     cursor: CursorInfo | None = None,
+    file_path: str = "",
+    language: str | None = None,
 ) -> Context:
     """Fit snippets, suffix and prefix into `budget`.
 
@@ -1640,7 +1657,10 @@ def build_context(
     cross-file cap, skipping near-duplicates of those already taken and those whose lines
     the current file's window already shows; then the suffix, up to its cap, trimmed from
     the bottom; then the prefix gets everything left, trimmed from the top, its first line
-    a multiple of `budget.prefix_step_lines`. Snippets come back in render order."""
+    a multiple of `budget.prefix_step_lines`. When the prefix is cut, the import
+    statements of what it lost (`file_path`'s, in `language`) take up to
+    `budget.head_cap` of its room.
+    Snippets come back in render order."""
     overhead = overhead or default_overhead(count)
     available = budget.available
     window = _window_lines(prefix, suffix, budget)
@@ -1666,9 +1686,24 @@ def build_context(
             overhead,
         )
     suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
-    prefix_text, prefix_tokens = fit_prefix(
-        prefix, available - used - suffix_tokens, count, budget.prefix_step_lines
-    )
+    room = available - used - suffix_tokens
+    prefix_text, prefix_tokens = fit_prefix(prefix, room, count, budget.prefix_step_lines)
+    if len(prefix_text) < len(prefix) and file_path and budget.head_cap > 0:
+        found = _file_head(
+            file_path,
+            prefix[: len(prefix) - len(prefix_text)],
+            language,
+            min(budget.head_cap, room // 2),
+            count,
+            overhead,
+        )
+        if found is not None:
+            head, head_tokens = found
+            chosen.append(head)
+            used += head_tokens
+            prefix_text, prefix_tokens = fit_prefix(
+                prefix, room - head_tokens, count, budget.prefix_step_lines
+            )
     snippets = tuple(sorted(chosen, key=lambda s: s.order))
     return Context(
         prefix_text,
@@ -1678,6 +1713,43 @@ def build_context(
         tokens=used + suffix_tokens + prefix_tokens,
         cursor=cursor,
     )
+
+
+_import_statements: _Lru[tuple[bytes, str | None], list[str]] = _Lru(64)
+
+
+def _file_head(
+    file_path: str,
+    cut: str,
+    language: str | None,
+    cap: int,
+    count: Count,
+    overhead: Overhead,
+) -> tuple[Snippet, int] | None:
+    """The import statements of the part of the current file that the prefix no longer
+    shows (`cut`), as a snippet of the file's own path that fits `cap`, with its cost;
+    when they do not all fit, the last ones (a file imports its own package's modules
+    last, by convention), whole statements only. None when there are none. Memoised by
+    the cut's hash: it moves only in steps of `Budget.prefix_step_lines` lines."""
+    key = (xxhash.xxh3_128_digest(cut.encode("utf-8", "surrogatepass")), language)
+    statements = _import_statements.get(key)
+    if statements is None:
+        statements = _import_statements.put(key, file_head.import_statements(cut, language))
+    room = cap - overhead(file_path)
+    first, total = len(statements), 0
+    while first > 0:  # each statement counted alone (memoised), then the whole once
+        cost = count(statements[first - 1]) + 1
+        if total + cost > room:
+            break
+        first, total = first - 1, total + cost
+    while first < len(statements):
+        text = "\n".join(statements[first:]) + "\n"
+        tokens = count(text)
+        if tokens <= room:
+            snippet = Snippet(file_path, text, 0, 0.0, language=language, head=True)
+            return snippet, tokens + overhead(file_path)
+        first += 1
+    return None
 
 
 def _fit_snippets(

@@ -285,7 +285,6 @@ def test_python_broken_source_still_outlines_what_parses() -> None:
     assert result.imports == (ImportRef("os", (), 0),)
 
 
-
 def test_python_definition_being_typed_keeps_the_file_outlined(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -305,6 +304,7 @@ def test_python_definition_being_typed_keeps_the_file_outlined(
     )
     assert {"Validator", "Validator.check", "later"} <= set(by_name(result))
     assert "could not outline" not in caplog.text
+
 
 # --- TypeScript, TSX, JavaScript ----------------------------------------------------------
 

@@ -323,6 +323,90 @@ def test_snippets_already_in_the_window_are_dropped() -> None:
     assert [s.path for s in context.snippets] == ["other.py"]
 
 
+# --- the current file's imports ---------------------------------------------------------------
+
+LONG_FILE_HEAD = """\
+\"\"\"Shipping.
+
+    from example import not_an_import
+\"\"\"
+import os
+from pkg.models import (
+    Item,
+    Warehouse,
+)
+"""
+
+
+def long_file(lines: int) -> str:
+    return LONG_FILE_HEAD + "".join(f"value_{i} = os.getcwd()\n" for i in range(lines))
+
+
+def test_a_cut_prefix_brings_its_import_statements_right_before_the_file() -> None:
+    prefix = long_file(400) + "stock = "
+    snippets = [Snippet("lib.py", "def helper(): ...\n", 0, 100.0, "helper")]
+    budget = Budget(total=1000)
+    context = build_context(
+        prefix, "\n", snippets, budget, file_path="pkg/ship.py", language="python"
+    )
+    assert "import os" not in context.prefix
+    assert context.files()[-1] == (
+        "pkg/ship.py",
+        "import os\nfrom pkg.models import (\n    Item,\n    Warehouse,\n)\n",
+    )
+    assert context.tokens <= budget.available
+
+    short = build_context(
+        long_file(3) + "stock = ",
+        "\n",
+        snippets,
+        budget,
+        file_path="pkg/ship.py",
+        language="python",
+    )
+    assert [path for path, _ in short.files()] == ["lib.py"]  # the prefix shows them
+    off = build_context(
+        prefix,
+        "\n",
+        snippets,
+        Budget(total=1000, head_share=0),
+        file_path="pkg/ship.py",
+        language="python",
+    )
+    assert [path for path, _ in off.files()] == ["lib.py"]
+
+
+def test_imports_over_their_share_keep_the_last_whole_statements() -> None:
+    imports = "".join(f"import module_{i}\n" for i in range(100))
+    prefix = imports + long_file(400) + "stock = "
+    budget = Budget(total=1000, head_share=0.05)
+    context = build_context(prefix, "", [], budget, file_path="a.py", language="python")
+    (head,) = [s for s in context.snippets if s.head]
+    shown = head.text.splitlines()
+    assert shown[-5:] == [
+        "import os",
+        "from pkg.models import (",
+        "    Item,",
+        "    Warehouse,",
+        ")",
+    ]
+    assert shown[0].startswith("import module_") and shown[0] != "import module_0"
+    assert estimate_tokens(head.text) <= budget.head_cap
+
+
+def test_the_import_head_stays_while_typing_and_is_not_remembered(
+    py_index: ProjectIndex,
+) -> None:
+    builder = ContextBuilder(py_index)
+    text = long_file(600)
+    budget = Budget(total=800)
+    first = builder.build("pkg/ship.py", text + "x", len(text) + 1, "python", budget)
+    second = builder.build("pkg/ship.py", text + "xy", len(text) + 2, "python", budget)
+    assert first.files()[-1][0] == "pkg/ship.py" and "import os" in first.files()[-1][1]
+    assert rendered(first) == rendered(second)
+    assert [s for s in second.snippets if s.head] == [s for s in first.snippets if s.head]
+
+
 # --- stable order ----------------------------------------------------------------------------
 
 
@@ -417,6 +501,13 @@ def words(text: str) -> int:
 
 
 COUNTERS = [estimate_tokens, len, words]
+IMPORT_LINES = [
+    "import os\n",
+    "from pkg.models import (\n    Item,\n    Warehouse,\n)\n",
+    "from . import util\n",
+    "if TYPE_CHECKING:\n    from pkg.stock import ship\n",
+]
+IMPORT_LINES_SPLIT = "".join(IMPORT_LINES).replace("    from", "from").splitlines()
 lines = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r"), max_size=60)
 texts = st.lists(lines, max_size=60).map("\n".join)
 
@@ -434,6 +525,8 @@ texts = st.lists(lines, max_size=60).map("\n".join)
     cross=st.floats(min_value=0, max_value=1),
     suffix_share=st.floats(min_value=0, max_value=1),
     similar_share=st.floats(min_value=0, max_value=1),
+    head_share=st.floats(min_value=0, max_value=1),
+    imports=st.lists(st.sampled_from(IMPORT_LINES), max_size=30).map("".join),
     step=st.integers(min_value=1, max_value=16),
     counter=st.sampled_from(COUNTERS),
 )
@@ -446,20 +539,32 @@ def test_the_budget_is_never_exceeded(
     cross: float,
     suffix_share: float,
     similar_share: float,
+    head_share: float,
+    imports: str,
     step: int,
     counter: object,
 ) -> None:
-    """Definitions and similar-code chunks (`similar`) alike, each kind within its cap."""
+    """Definitions, similar-code chunks (`similar`) and the current file's imports
+    (`head`) alike, each kind within its cap."""
     count = counter if callable(counter) else estimate_tokens
     budget = Budget(
-        total, suffix_share, cross, reserved, prefix_step_lines=step, similar_share=similar_share
+        total,
+        suffix_share,
+        cross,
+        reserved,
+        prefix_step_lines=step,
+        similar_share=similar_share,
+        head_share=head_share,
     )
+    prefix = imports + prefix
     snippets = [
         Snippet(p, t, i, float(i), f"n{i}", similar=similar)
         for i, (p, t, similar) in enumerate(bodies)
     ]
     overhead = default_overhead(count)
-    context = build_context(prefix, suffix, snippets, budget, count, overhead)
+    context = build_context(
+        prefix, suffix, snippets, budget, count, overhead, file_path="cur.py", language="python"
+    )
     counted = (
         count(context.prefix)
         + count(context.suffix)
@@ -467,9 +572,14 @@ def test_the_budget_is_never_exceeded(
     )
     assert context.tokens == counted <= max(0, total - reserved)
     assert prefix.endswith(context.prefix) and suffix.startswith(context.suffix)
-    for kind, cap in ((False, budget.cross_file_cap), (True, budget.similar_cap)):
-        taken = [s for s in context.snippets if s.similar == kind]
+    for kind, cap in (("", budget.cross_file_cap), ("similar", budget.similar_cap)):
+        taken = [s for s in context.snippets if not s.head and s.similar == bool(kind)]
         assert sum(overhead(s.path) + count(s.text) for s in taken) <= cap
+    heads = [s for s in context.snippets if s.head]
+    assert sum(overhead(s.path) + count(s.text) for s in heads) <= budget.head_cap
+    for head in heads:  # only what the prefix lost, each statement whole
+        assert len(context.prefix) < len(prefix)
+        assert set(head.text.splitlines()) <= set(IMPORT_LINES_SPLIT)
     assert budget.cross_file_cap + budget.suffix_cap + budget.similar_cap <= budget.available
 
 

@@ -72,6 +72,28 @@ async def test_consecutive_keystrokes_share_the_prompt_up_to_the_current_file(
     assert second.startswith(first[: first.index("<|fim_suffix|>")])
 
 
+async def test_a_long_file_keeps_its_imports_in_the_prompt(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """Its prefix is cut far below the import lines; they come back just before it."""
+    await wait_for_progress_end(vscode)
+    body = "".join(f"total_{i} = {i} * 3 + len(str({i}))\n" for i in range(1500))
+    text, position = cursor_at(NEW_REPORT.replace("def ship_all", body + "\n\ndef ship_all"))
+    path = workspace / "inventory" / "long_report.py"
+    uri = open_document(vscode, path, text)
+
+    prompt = await prompt_for(vscode, fake, uri, position)
+
+    current = prompt[prompt.index("<|fim_prefix|>") :]
+    assert "total_0 = " not in current and "from inventory.models" not in current
+    assert prompt_files(prompt)[-2:] == ["inventory/long_report.py"] * 2
+    head = prompt.split("<|file_sep|>")[-2]
+    assert head == (
+        "inventory/long_report.py\n"
+        "from inventory.models import Warehouse\nfrom inventory.stock import ship\n"
+    )
+
+
 async def test_an_unsaved_import_brings_its_module_into_the_prompt(
     vscode: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:
