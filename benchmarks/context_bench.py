@@ -240,6 +240,13 @@ def main() -> None:
         default=Budget().similar_share,
         help="share of similar-code chunks (0: off, as completion.similarCodeShare 0)",
     )
+    parser.add_argument(
+        "--imports-share",
+        type=float,
+        default=Budget().head_share,
+        help="share of the current file's imports when the prefix is cut (0: off, as "
+        "completion.importsShare 0)",
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -249,7 +256,9 @@ def main() -> None:
         f"index: {summary.files} files in {time.perf_counter() - started:.1f} s "
         f"({summary.reused} reused from the store)"
     )
-    budget = Budget(total=args.total, similar_share=args.similar_share)
+    budget = Budget(
+        total=args.total, similar_share=args.similar_share, head_share=args.imports_share
+    )
     files = python_files(index)
     time_cursor(index, files, args.samples, args.seed)
     time_builds(index, files, budget, args.samples, args.per_file, args.seed)
