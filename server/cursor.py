@@ -204,7 +204,8 @@ _SYNTAX: Final[dict[str, _Syntax]] = {
         blocks=frozenset({"module", "block"}),
         selves=frozenset({"self", "cls"}),
         import_pattern=re.compile(
-            r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+            r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|(?:[^\n]*\\\n)*[^\n]*)"
+            r"|import[ \t]+(?:[^\n]*\\\n)*[^\n]*)",  # (...) or lines ending in a backslash
             re.M,
         ),
         import_keywords=("import",),
@@ -1199,6 +1200,14 @@ def file_imports(text: str, language: str | None) -> Imports:
     imports = Imports(bindings, tuple(star))
     _last_imports[language] = (text[:end], imports)
     return imports
+
+
+def import_statement_matches(text: str, language: str | None) -> list[re.Match[str]]:
+    """The import statements of `text` as matches of the language's pattern, in file
+    order (each statement whole; a Python one inside a docstring too); [] for a language
+    whose imports are not read."""
+    syntax = _SYNTAX.get(language) if language else None
+    return _import_statements(text, syntax) if syntax is not None else []
 
 
 def _import_statements(text: str, syntax: _Syntax) -> list[re.Match[str]]:

@@ -59,24 +59,22 @@ def test_typescript_and_javascript_statements() -> None:
         import * as util from "../util"
         import './side-effect';
         import type { T } from './types';
-        export { c } from './c';
         const fs = require('fs');
         export function importer() { return 1; }
         const x = 1;
     """
     expected = [
-        "import { a,\n  b } from './ab';",
+        "import { a,\n  b } from './ab'",
         'import * as util from "../util"',
-        "import './side-effect';",
-        "import type { T } from './types';",
-        "export { c } from './c';",
-        "const fs = require('fs');",
+        "import './side-effect'",
+        "import type { T } from './types'",
+        "const fs = require('fs')",
     ]
     for language in ("typescript", "tsx", "javascript"):
         assert statements(source, language) == expected
 
 
-def test_go_java_rust_and_c_statements() -> None:
+def test_go_java_and_rust_statements() -> None:
     go = """\
         package main
 
@@ -108,25 +106,19 @@ def test_go_java_rust_and_c_statements() -> None:
             Repo,
             Item,
         };
-        extern crate serde;
         fn main() {}
     """
     assert statements(rust, "rust") == [
         "use std::io;",
         "pub use crate::repo::{\n    Repo,\n    Item,\n};",
-        "extern crate serde;",
-    ]
-    assert statements('#include <stdio.h>\n#include "a.h"\nint x;\n', "c") == [
-        "#include <stdio.h>",
-        '#include "a.h"',
     ]
 
 
-@pytest.mark.parametrize("language", [None, "ruby", "markdown"])
+@pytest.mark.parametrize("language", [None, "ruby", "markdown", "c"])
 def test_languages_without_a_scanner_have_none(language: str | None) -> None:
     assert import_statements("import os\nrequire 'x'\n", language) == []
 
 
-def test_a_statement_cut_off_by_the_end_of_the_text_is_kept_as_far_as_it_goes() -> None:
-    assert statements("from a import (\n    b,\n", "python") == ["from a import (\n    b,"]
-    assert statements("import { a,\n", "typescript") == ["import { a,"]
+def test_a_statement_cut_off_at_the_end_keeps_what_its_pattern_matches() -> None:
+    assert statements("from a import (\n    b,\n", "python") == ["from a import ("]
+    assert statements("import os\nimport { a,\n", "typescript") == []
