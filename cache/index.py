@@ -115,6 +115,9 @@ class ProjectIndex:
         self.scan_settings = scan_settings or ScanSettings()
         self.store = ProjectStore(self.root, cache_dir)
         self.records: dict[str, FileRecord] = {}
+        self.edits = 0
+        """Counts the records put, replaced or removed (a file's contents may have changed):
+        a memo made at the same count still holds without re-reading any record."""
         self.graph = DependencyGraph()
         self._by_directory: dict[str, list[str]] = {}
         self._resolver: ImportResolver | None = None
@@ -198,6 +201,7 @@ class ProjectIndex:
             self._start_from(stored)
             for path, record in fresh.items():
                 self.records[path] = record
+            self.edits += 1
             affected: set[str] | None = set()
             for path in removed:
                 affected = _union(affected, self._apply(path, None))
@@ -219,6 +223,7 @@ class ProjectIndex:
 
     def _start_from(self, records: dict[str, FileRecord]) -> None:
         """Take `records` as they are, with the graph their stored dependencies make."""
+        self.edits += 1
         self.records = records
         self._resolver = None
         self.graph = DependencyGraph.from_imports(
@@ -377,6 +382,7 @@ class ProjectIndex:
         the directory lists and the resolver's tables. Returns the files to resolve again
         (or `Everything`)."""
         old = self.records.get(path)
+        self.edits += 1
         resolver = self._resolver_for_updates()
         directory = _directory(path)
         if record is None:

@@ -67,6 +67,7 @@ header, FIM markers) are the caller's `reserved`.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import posixpath
@@ -346,6 +347,9 @@ class _ImportedTarget:
     """The importing file's dependencies then (they pick the file of an absolute import)."""
     files: tuple[tuple[str, str | None], ...]
     """The files read on the way, with their digests then."""
+    edits: int
+    """`ProjectIndex.edits` when they were last read: while it stays, nothing changed (a
+    file may import dozens of names, each read through ~20 files of re-exports)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,9 +415,10 @@ class ContextBuilder:
         self._module_files: _Lru[tuple[int, int, str, str, str | None], list[str]] = _Lru(
             cache_size
         )
-        self._reexports: _Lru[tuple[int, int, str, str, tuple[str, ...]], tuple[Target | None]] = (
-            _Lru(cache_size)
-        )
+        self._reexports: _Lru[
+            tuple[int, int, str, str, tuple[str, ...]], tuple[Target | None, str | None]
+        ] = _Lru(cache_size)
+        """Re-exported name -> (where it is defined, that file's digest then)."""
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
         self._first_uses: _Lru[str, _FirstUses] = _Lru(64)
         self._chunks: _Lru[tuple[str, str], similar_code.ChunkIndex] = _Lru(cache_size)
@@ -660,7 +665,7 @@ class ContextBuilder:
         depends on the import, not on the cursor, and a file may import hundreds of names
         that every keystroke ranks. The memo holds while the file set, the file's
         dependencies and the files read on the way stay the same."""
-        records = index.records
+        records, edits = index.records, index.edits  # read first: a later edit voids it
         generation = (id(records), len(records))
         deps = index.graph.imports(file_path)
         key = (file_path, cursor.language, binding.module, binding.name or "")
@@ -669,9 +674,12 @@ class ContextBuilder:
             known is not None
             and known.generation == generation
             and (known.deps is deps or known.deps == deps)
-            and all(_digest(records, path) == digest for path, digest in known.files)
         ):
-            return known.target
+            if known.edits == edits:  # no record changed since: the files read still hold
+                return known.target
+            if all(_digest(records, path) == digest for path, digest in known.files):
+                self._imported.put(key, dataclasses.replace(known, edits=edits))
+                return known.target
         request = _Request(self, index, file_path, text, cursor)
         request.read = {}
         parts = tuple(binding.name.split(".")) if binding.name else ()
@@ -679,7 +687,7 @@ class ContextBuilder:
         if target is not None:
             request.read.setdefault(target.path, _digest(records, target.path))
         self._imported.put(
-            key, _ImportedTarget(target, generation, deps, tuple(request.read.items()))
+            key, _ImportedTarget(target, generation, deps, tuple(request.read.items()), edits)
         )
         return target
 
@@ -1178,7 +1186,8 @@ class _Request:
     ) -> Target | None:
         """`_imported_into`, memoised: star re-exports revisit the same files often (and
         may cycle), and the answer depends on the project's files, not on the cursor, so
-        it is kept across builds while the file set stays the same."""
+        it is kept across builds while the file set, this file and the file of the
+        definition found stay the same (an edit there moves the definition's lines)."""
         key = (path, parts)
         if key in self._imported:
             return self._imported[key]
@@ -1186,7 +1195,7 @@ class _Request:
         record = records.get(path)
         lasting = (id(records), len(records), path, record.digest if record else "", parts)
         known = self.builder._reexports.get(lasting)
-        if known is not None:
+        if known is not None and (known[0] is None or _digest(records, known[0].path) == known[1]):
             return known[0]
         self._lookups += 1
         if self._lookups > MAX_LOOKUPS:
@@ -1194,8 +1203,9 @@ class _Request:
         self._imported[key] = None
         found = self._imported_into(path, defs, parts, depth)
         self._imported[key] = found
-        if self._lookups <= MAX_LOOKUPS and depth <= 1 and not self.warming:
-            self.builder._reexports.put(lasting, (found,))  # deeper answers depend on the depth
+        if self._lookups <= MAX_LOOKUPS and depth <= 1 and not self.warming:  # deeper answers
+            found_digest = _digest(records, found.path) if found is not None else None
+            self.builder._reexports.put(lasting, (found, found_digest))  # depend on the depth
         return found
 
     def _in_namespace(self, path: str, chain: tuple[str, ...], depth: int) -> Target | None:

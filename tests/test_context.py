@@ -218,6 +218,31 @@ def test_imported_names_not_used_yet_rank_above_the_lines_above(
     assert unused > scores[("inventory/models.py", "")]  # and above its file's outline
 
 
+def test_an_imported_name_follows_its_file_changed_after_it_was_memoised(
+    tmp_path: Path,
+) -> None:
+    """Where an imported name is defined is memoised per import; an edit to a file read on
+    the way (here the defining module, as an unsaved buffer) must be seen."""
+    index = index_of("context_py", tmp_path)
+    builder = ContextBuilder(index)
+    text, offset = service(index, "        |\n")
+    cursor = analyse(text, offset, "python")
+    binding = cursor.imports.bindings["Warehouse"]  # `from inventory import Warehouse`
+
+    def defined_at() -> tuple[str, str, int]:
+        target = builder.imported_target(index, SERVICE, text, cursor, binding)
+        assert target is not None and target.definition is not None
+        return target.path, target.definition.qualified_name, target.definition.start_line
+
+    before = defined_at()
+    assert before[:2] == ("inventory/models.py", "Warehouse")
+    assert defined_at() == before  # from the memo
+    models = index.root / "inventory" / "models.py"
+    index.update_file("inventory/models.py", b"# moved\n# down\n" + models.read_bytes())
+    assert defined_at() == (*before[:2], before[2] + 2)
+    index.close()
+
+
 def test_prepare_makes_the_outlines_a_first_build_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
