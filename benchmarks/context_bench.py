@@ -185,7 +185,8 @@ def keystrokes(body: str) -> list[int]:
 
 def replay_typing(
     index: ProjectIndex, files: list[str], budget: Budget, seed: int, repo: str
-) -> None:
+) -> tuple[list[float], list[float]]:
+    """One typing session; its build times (ms) and shared-prefix ratios."""
     path, text, start, end = pick_function(index, files, seed)
     body = text[start:end]
     queue = FileQueue(index)
@@ -224,6 +225,7 @@ def replay_typing(
         f" build p50 {percentile(times, 50):.2f} ms, p99 {percentile(times, 99):.2f} ms"
     )
     print(f"  last prompt: {len(previous)} characters, {len(previous_set)} snippets")
+    return times, ratios
 
 
 def main() -> None:
@@ -262,8 +264,20 @@ def main() -> None:
     files = python_files(index)
     time_cursor(index, files, args.samples, args.seed)
     time_builds(index, files, budget, args.samples, args.per_file, args.seed)
+    times: list[float] = []
+    ratios: list[float] = []
     for session in range(args.sessions):
-        replay_typing(index, files, budget, args.seed + session, args.workspace.name)
+        more_times, more_ratios = replay_typing(
+            index, files, budget, args.seed + session, args.workspace.name
+        )
+        times += more_times
+        ratios += more_ratios
+    if times:
+        print(
+            f"all {args.sessions} typing sessions, {len(times)} keystrokes: build p50"
+            f" {percentile(times, 50):.2f} ms, p99 {percentile(times, 99):.2f} ms; shared"
+            f" prompt prefix mean {100 * sum(ratios) / len(ratios):.1f}%"
+        )
     print(load())
     index.close()
 
