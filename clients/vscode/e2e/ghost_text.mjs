@@ -337,6 +337,8 @@ try {
 
   log("refactorings from the command palette: Add a Docstring, Rewrite with an Instruction…");
   const { line, docstring, instruction, rewritten } = config.refactor;
+  // The log panel has the focus; a command run now may act on it, not on main.py.
+  await runCommand("View: Focus First Editor Group");
   await page.keyboard.press("Control+P");
   await page.locator(".quick-input-widget input").waitFor({ timeout });
   await page.keyboard.type(`:${line}`);
