@@ -223,8 +223,8 @@ class ProjectIndex:
 
     def _start_from(self, records: dict[str, FileRecord]) -> None:
         """Take `records` as they are, with the graph their stored dependencies make."""
-        self.edits += 1
         self.records = records
+        self.edits += 1
         self._resolver = None
         self.graph = DependencyGraph.from_imports(
             (path, record.depends_on) for path, record in records.items()
@@ -382,13 +382,13 @@ class ProjectIndex:
         the directory lists and the resolver's tables. Returns the files to resolve again
         (or `Everything`)."""
         old = self.records.get(path)
-        self.edits += 1
         resolver = self._resolver_for_updates()
         directory = _directory(path)
         if record is None:
             if old is None:
                 return set()
             del self.records[path]
+            self.edits += 1  # after the change: a memo made before it counts one less
             listing = self._by_directory.get(directory, [])
             with contextlib.suppress(ValueError):
                 listing.remove(path)
@@ -398,6 +398,7 @@ class ProjectIndex:
             self.graph.remove(path)
             return _union(resolver.file_removed(path, old), importers)
         self.records[path] = record
+        self.edits += 1
         if old is None:
             bisect.insort(self._by_directory.setdefault(directory, []), path)
             return _union(resolver.file_added(path), {path})
