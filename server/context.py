@@ -1205,9 +1205,10 @@ class _Request:
         self._imported[key] = None
         found = self._imported_into(path, defs, parts, depth)
         self._imported[key] = found
-        if self._lookups <= MAX_LOOKUPS and depth <= 1 and not self.warming:  # deeper answers
+        # Kept only from the first level: deeper answers depend on the depth.
+        if self._lookups <= MAX_LOOKUPS and depth <= 1 and not self.warming:
             found_digest = _digest(records, found.path) if found is not None else None
-            self.builder._reexports.put(lasting, (found, found_digest))  # depend on the depth
+            self.builder._reexports.put(lasting, (found, found_digest))
         return found
 
     def _in_namespace(self, path: str, chain: tuple[str, ...], depth: int) -> Target | None:
@@ -1749,7 +1750,7 @@ def build_context(
 HEAD_SCAN_CHARS: Final = 24_000
 """How far into the file its imports are looked for (~600 lines): a file imports at its
 top, and scanning a 200 KB file costs ~2 ms; imports further down are local ones."""
-_import_statements: _Lru[tuple[bytes, str | None], list[str]] = _Lru(64)
+_head_statements: _Lru[tuple[bytes, str | None], list[str]] = _Lru(64)
 
 
 def _file_head(
@@ -1768,9 +1769,9 @@ def _file_head(
     `Budget.prefix_step_lines` lines, and not at all past HEAD_SCAN_CHARS."""
     cut = cut[:HEAD_SCAN_CHARS]
     key = (xxhash.xxh3_128_digest(cut.encode("utf-8", "surrogatepass")), language)
-    statements = _import_statements.get(key)
+    statements = _head_statements.get(key)
     if statements is None:
-        statements = _import_statements.put(key, file_head.import_statements(cut, language))
+        statements = _head_statements.put(key, file_head.import_statements(cut, language))
     room = cap - overhead(file_path)
     first, total = len(statements), 0
     while first > 0:  # each statement counted alone (memoised), then the whole once

@@ -400,6 +400,7 @@ def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
 def _parse_tree(
     parser: Parser, source: bytes, budget_s: float | None, old_tree: Tree | None = None
 ) -> Tree | None:
+    # Two calls each: parse() refuses old_tree=None at run time, though its stubs allow it.
     if budget_s is None:
         return parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
     deadline = time.perf_counter() + budget_s
