@@ -37,6 +37,20 @@ async def prompt_for(
     return str(fake.events()[-1]["prompt"])
 
 
+async def prompt_showing(
+    client: LanguageClient, fake: FakeBackend, uri: str, position: types.Position, text: str
+) -> str:
+    """The first prompt for the cursor that shows `text`, asked again until it does (the
+    server reads a file changed on disk in the background); fails after 10 s."""
+    deadline = time.monotonic() + 10
+    prompt = ""
+    while text not in prompt:
+        assert time.monotonic() < deadline, prompt
+        prompt = await prompt_for(client, fake, uri, position)
+        await asyncio.sleep(0.1)
+    return prompt
+
+
 async def test_the_prompt_holds_the_definitions_the_cursor_calls(
     vscode: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:
@@ -127,12 +141,9 @@ async def test_a_file_created_on_disk_is_offered_at_once(
     )
     path = workspace / "inventory" / "checkout.py"
     uri = open_document(vscode, path, text)
-    deadline = time.monotonic() + 10
-    prompt = ""
-    while "def seasonal_discount(price: float, season: str)" not in prompt:
-        assert time.monotonic() < deadline, prompt
-        prompt = await prompt_for(vscode, fake, uri, position)
-        await asyncio.sleep(0.1)
+    await prompt_showing(
+        vscode, fake, uri, position, "def seasonal_discount(price: float, season: str)"
+    )
 
 
 async def test_without_an_index_the_prompt_is_the_current_file(
@@ -184,12 +195,7 @@ async def test_a_call_site_from_another_file_reaches_the_prompt(
     text, position = cursor_at(AUDIT)
     path = workspace / "inventory" / "audit.py"
     uri = open_document(vscode, path, text)
-    deadline = time.monotonic() + 10
-    prompt = ""
-    while 'kind="closing-entry"' not in prompt:
-        assert time.monotonic() < deadline, prompt
-        prompt = await prompt_for(vscode, fake, uri, position)
-        await asyncio.sleep(0.1)
+    prompt = await prompt_showing(vscode, fake, uri, position, 'kind="closing-entry"')
     assert "    gross = with_vat(net)\n" in prompt
     assert prompt.index("closing-entry") < prompt.index("<|fim_prefix|>")
     assert prompt_files(prompt)[-1] == "inventory/audit.py"
