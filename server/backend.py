@@ -97,7 +97,13 @@ class ModelInfo:
 class CompletionBackend:
     """One shared HTTP connection pool to the backend, and the model it serves."""
 
-    def __init__(self, settings: BackendSettings, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: BackendSettings,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """`transport` replaces httpx's own connection layer (tests use it to misbehave)."""
         self.settings = settings
         if api_key and not key_may_travel(settings.url):
             log.warning(
@@ -117,6 +123,7 @@ class CompletionBackend:
             ),
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
             trust_env=False,
+            transport=transport,
         )
         self._model: ModelInfo | None = None
 

@@ -156,7 +156,11 @@ async def test_a_cancelled_request_is_aborted_inside_vllm(
     await start_session(fresh, "vscode", workspace, options)
     text, position = cursor_at("import os\n\n█\n")
     uri = open_document(fresh, workspace / "long.py", text)
+    # An earlier test's stream may still be draining: the gauges below must count ours.
+    await wait_for_metric(vllm_url, "vllm:num_requests_running", lambda n: n == 0)
+    await wait_for_metric(vllm_url, "vllm:num_requests_waiting", lambda n: n == 0)
     finished_before = metric(vllm_url, "vllm:request_success_total")
+    generated_before = metric(vllm_url, "vllm:generation_tokens_total")
     reply = asyncio.ensure_future(
         fresh.protocol.send_request_async(
             types.TEXT_DOCUMENT_INLINE_COMPLETION,
@@ -170,7 +174,7 @@ async def test_a_cancelled_request_is_aborted_inside_vllm(
             msg_id="slow-one",
         )
     )
-    await wait_for_metric(vllm_url, "vllm:generation_tokens_total", lambda n: n > 0)
+    await wait_for_metric(vllm_url, "vllm:generation_tokens_total", lambda n: n > generated_before)
     await wait_for_metric(vllm_url, "vllm:num_requests_running", lambda n: n >= 1)
 
     fresh.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="slow-one"))

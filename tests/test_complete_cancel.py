@@ -1,0 +1,89 @@
+"""A cancelled completion stops streaming even when the cancellation is lost below it.
+
+In CI a `$/cancelRequest` once left a 3,000-token vLLM stream running to its end: the
+CancelledError never surfaced in the server's own code. Whatever swallowed it, the
+task still counts the cancel request, and the completer checks that count at every
+chunk. Here an HTTP layer that swallows the cancellation stands in for the culprit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from fake_openai import FakeBackend
+
+from server.backend import CompletionBackend
+from server.complete import Completer, CursorContext
+from server.config import BackendSettings, CompletionSettings
+
+LINES = "".join(f"total_{n} = compute(items, {n})\n" for n in range(60))
+"""A long block: streamed to its end, it takes a few seconds through the slow layer."""
+
+
+class SwallowedCancelStream(httpx.AsyncByteStream):
+    """The response body, handed over a chunk at a time after a wait that catches a
+    CancelledError and goes on, as a misbehaving library would."""
+
+    def __init__(self, body: list[bytes]) -> None:
+        self.body = body
+        self.handed_over = asyncio.Event()
+        self.swallowed = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.body:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                self.swallowed += 1
+            yield chunk
+            self.handed_over.set()
+
+
+class SwallowingTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, with each completion body replayed by SwallowedCancelStream
+    (the body is read whole first, so that the only waits are the swallowing ones)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.streams: list[SwallowedCancelStream] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if not request.url.path.endswith("/completions"):
+            return response
+        body = [chunk async for chunk in response.stream]  # type: ignore[union-attr]
+        await response.aclose()
+        stream = SwallowedCancelStream(body)
+        self.streams.append(stream)
+        return httpx.Response(response.status_code, headers=response.headers, stream=stream)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_cancel_lost_below_the_completer_still_stops_the_stream(
+    fake: FakeBackend,
+) -> None:
+    fake.script([{"text": LINES}])
+    transport = SwallowingTransport()
+    backend = CompletionBackend(BackendSettings(url=fake.url), transport=transport)
+    text = "def totals(items):\n    █\n"
+    ctx = CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
+    settings = CompletionSettings(max_lines=100, multiline_max_tokens=2000)
+    try:
+        job = asyncio.create_task(Completer(backend).complete(ctx, settings))
+        while not transport.streams:
+            await asyncio.sleep(0.01)
+        (stream,) = transport.streams
+        await asyncio.wait_for(stream.handed_over.wait(), 5)
+
+        job.cancel()
+
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(job, 1.0)  # the whole stream would take ~3 s
+        assert stream.swallowed == 1  # the CancelledError itself never reached the completer
+    finally:
+        await backend.aclose()
