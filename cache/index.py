@@ -427,6 +427,7 @@ class ProjectIndex:
                 record = self.records[path] = replace(record, depends_on=depends_on)
                 changed[path] = record
             self.graph.set_imports(path, depends_on)
+        self.edits += 1  # the graph changed: memos of it made before are void
         return changed
 
     def _resolver_for_updates(self) -> ImportResolver:

@@ -428,6 +428,7 @@ class ContextBuilder:
         self._similar_wanted = True
         """Whether the latest build had a share for similar code (`prepare` chunks the
         pool only then: with completion.similarCodeShare 0 nothing needs chunks)."""
+        self._related: _Lru[tuple[str, int, int], list[str]] = _Lru(256)
         self._hits: _Lru[
             tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
         ] = _Lru(256)
@@ -604,7 +605,7 @@ class ContextBuilder:
         index = self.index
         if index is None:
             return 0
-        rendered = sum(self._render_ahead(path, None) for path in related_files(index, file_path))
+        rendered = sum(self._render_ahead(path, None) for path in self.related_files(file_path))
         record = index.records.get(file_path)
         language = (
             record.language
@@ -756,7 +757,7 @@ class ContextBuilder:
         known = self._similar_files.get(key)
         if known is not None:
             return known
-        ranked = dict.fromkeys(related_files(index, file_path))
+        ranked = dict.fromkeys(self.related_files(file_path))
         weights: dict[str, float] = {}
         for dep in sorted(deps):
             importers = index.graph.imported_by(dep)
@@ -776,6 +777,19 @@ class ContextBuilder:
                 if len(files) == SIMILAR_FILES:
                     break
         return self._similar_files.put(key, files)
+
+    def related_files(self, file_path: str) -> list[str]:
+        """`related_files`, memoised until the index changes: ranking a package of
+        hundreds of files and walking the import graph two hops out costs a large
+        file's build up to half a millisecond."""
+        index = self.index
+        if index is None:
+            return []
+        key = (file_path, id(index.records), index.edits)
+        known = self._related.get(key)
+        if known is None:
+            known = self._related.put(key, related_files(index, file_path))
+        return known
 
     def chunk_index(self, path: str) -> similar_code.ChunkIndex | None:
         """The chunks of `path`'s current version (`server.similar.chunk_index`), cached."""
@@ -989,7 +1003,7 @@ class _Request:
         return self._recency.get(path, 0)
 
     def related_files(self) -> list[str]:
-        return related_files(self.index, self.file_path)
+        return self.builder.related_files(self.file_path)
 
     # names -> definitions -----------------------------------------------------------------
 
@@ -1233,6 +1247,12 @@ class _Request:
                 dotted = ref.module.split(".")
                 if tuple(parts[: len(dotted)]) == tuple(dotted):
                     return self.in_module(ref.module, parts[len(dotted) :], path, depth + 1)
+        # A package's submodule of that name, before its star imports: those may be
+        # hundreds (transformers' __init__), each a failed search, for what the
+        # submodule answers at once.
+        package = language == "python" and posixpath.basename(path) == "__init__.py"
+        if package and name != CALL and self.module_files(f".{name}", path, language):
+            return self.in_module(f".{name}", parts[1:], path, depth + 1)
         for ref in defs.imports:
             if "*" in ref.names:
                 found = self.in_module(ref.module, parts, path, depth + 1)
