@@ -337,6 +337,16 @@ class _Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class _SimilarPool:
+    """A file's similar-code pool as merged, and what it was made from."""
+
+    files: list[str]
+    edits: int
+    versions: tuple[tuple[str, str], ...]
+    pool: similar_code.Pool
+
+
+@dataclass(frozen=True, slots=True)
 class _ImportedTarget:
     """Where one imported name was found, and what the answer depended on."""
 
@@ -429,6 +439,7 @@ class ContextBuilder:
         """Whether the latest build had a share for similar code (`prepare` chunks the
         pool only then: with completion.similarCodeShare 0 nothing needs chunks)."""
         self._related: _Lru[tuple[str, int, int], list[str]] = _Lru(256)
+        self._pools: _Lru[tuple[str, str | None], _SimilarPool] = _Lru(64)
         self._hits: _Lru[
             tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
         ] = _Lru(256)
@@ -612,8 +623,8 @@ class ContextBuilder:
             if record is not None
             else language_for_name(posixpath.basename(file_path))
         )
-        for path in self.similar_files(file_path, language) if self._similar_wanted else ():
-            self.chunk_index(path)
+        if self._similar_wanted:
+            self.similar_pool(file_path, language)  # and the chunk indexes it merges
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
@@ -713,21 +724,14 @@ class ContextBuilder:
         index = self.index
         if index is None:
             return []
-        pool: list[tuple[str, similar_code.ChunkIndex]] = []
-        versions = []
-        for path in self.similar_files(file_path, language):
-            record = index.records.get(path)
-            chunks = self.chunk_index(path)
-            if record is not None and chunks is not None and chunks.chunks:
-                pool.append((path, chunks))
-                versions.append((path, record.digest))
-        if not pool:
+        pool = self.similar_pool(file_path, language)
+        if not pool.pool.files:
             return []
-        dfs = similar_code.frequencies(similar_code.query_terms(text, offset), pool)
-        key = (frozenset(dfs), tuple(versions))
+        dfs = similar_code.frequencies(similar_code.query_terms(text, offset), pool.pool)
+        key = (frozenset(dfs), pool.versions)
         hits = self._hits.get(key)
         if hits is None:
-            hits = self._hits.put(key, similar_code.search(dfs, pool))
+            hits = self._hits.put(key, similar_code.search(dfs, pool.pool))
         snippets = []
         for hit in hits:
             lines = self.file_lines(hit.path)
@@ -777,6 +781,32 @@ class ContextBuilder:
                 if len(files) == SIMILAR_FILES:
                     break
         return self._similar_files.put(key, files)
+
+    def similar_pool(self, file_path: str, language: str | None) -> _SimilarPool:
+        """The chunk indexes of `similar_files`, merged (`server.similar.make_pool`) once
+        per version of those files: checked by the index's edit count, then by their
+        digests (an edit elsewhere, the current file's own, leaves the pool as it is)."""
+        index = self.index
+        assert index is not None
+        files = self.similar_files(file_path, language)
+        edits = index.edits
+        key = (file_path, language)
+        known = self._pools.get(key)
+        if known is not None and known.files is files and known.edits == edits:
+            return known
+        members: list[tuple[str, similar_code.ChunkIndex]] = []
+        versions = []
+        for path in files:
+            record = index.records.get(path)
+            chunks = self.chunk_index(path)
+            if record is not None and chunks is not None and chunks.chunks:
+                members.append((path, chunks))
+                versions.append((path, record.digest))
+        if known is not None and known.versions == tuple(versions):
+            made = known.pool
+        else:
+            made = similar_code.make_pool(members)
+        return self._pools.put(key, _SimilarPool(files, edits, tuple(versions), made))
 
     def related_files(self, file_path: str) -> list[str]:
         """`related_files`, memoised until the index changes: ranking a package of

@@ -144,24 +144,50 @@ def query_terms(text: str, end: int, lines: int = QUERY_LINES) -> frozenset[str]
 _TYPED_WORD: Final = re.compile(r"\w+\Z")
 
 
-def frequencies(terms: frozenset[str], pool: Sequence[tuple[str, ChunkIndex]]) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """The files searched together, their chunk indexes merged once per version of the
+    pool: a query then reads one posting list per term, not one per term and file."""
+
+    files: tuple[tuple[str, ChunkIndex], ...]
+    postings: dict[str, tuple[tuple[int, tuple[int, ...]], ...]]
+    """Term -> (file number, its chunks that hold the term), files in order."""
+    frequencies: dict[str, int]
+    """Term -> how many chunks of the pool hold it."""
+    n_chunks: int
+    norms: tuple[tuple[float, ...], ...]
+    """BM25's length normalisation of each file's chunks."""
+
+
+def make_pool(files: Sequence[tuple[str, ChunkIndex]]) -> Pool:
+    merged: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+    for number, (_, index) in enumerate(files):
+        for term, chunks in index.postings.items():
+            merged.setdefault(term, []).append((number, chunks))
+    n_chunks = sum(len(index.chunks) for _, index in files)
+    total = sum(index.total_length for _, index in files)
+    average = (total / n_chunks if n_chunks else 0.0) or 1.0
+    norms = tuple(
+        tuple(K1 * (1 - B + B * chunk.length / average) for chunk in index.chunks)
+        for _, index in files
+    )
+    return Pool(
+        tuple(files),
+        {term: tuple(found) for term, found in merged.items()},
+        {term: sum(len(chunks) for _, chunks in found) for term, found in merged.items()},
+        n_chunks,
+        norms,
+    )
+
+
+def frequencies(terms: frozenset[str], pool: Pool) -> dict[str, int]:
     """How many chunks of the pool hold each query term, for those some chunk holds (the
     others change no score, so they need not change a memo's key)."""
-    found = {}
-    for term in terms:
-        df = 0
-        for _, index in pool:
-            postings = index.postings.get(term)
-            if postings is not None:
-                df += len(postings)
-        if df:
-            found[term] = df
-    return found
+    known = pool.frequencies
+    return {term: known[term] for term in terms if term in known}
 
 
-def search(
-    dfs: Mapping[str, int], pool: Sequence[tuple[str, ChunkIndex]], limit: int = MAX_HITS
-) -> list[Hit]:
+def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hit]:
     """The best `limit` chunks of the pool for the query whose `frequencies` are `dfs`,
     best first (ties: path, line), overlapping windows of one file dropped for the
     better one.
@@ -170,32 +196,31 @@ def search(
     chunks, while they number at most MAX_SCORED; always the rarest one's): a chunk
     that shares only common words with the query is seldom a use of what it calls, and
     this bounds the cost whatever the pool's size."""
-    n_chunks = sum(len(index.chunks) for _, index in pool)
+    n_chunks = pool.n_chunks
     if not n_chunks or not dfs:
         return []
-    average = sum(index.total_length for _, index in pool) / n_chunks or 1.0
     idf = {term: math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)) for term, df in dfs.items()}
-    scored: list[set[int]] = [set() for _ in pool]
+    scored: list[set[int]] = [set() for _ in pool.files]
     total = 0
     for term in sorted(dfs, key=lambda t: (dfs[t], t)):
         if total and total + dfs[term] > MAX_SCORED:
             break
         total += dfs[term]
-        for f, (_, index) in enumerate(pool):
-            postings = index.postings.get(term)
-            if postings is not None:
-                scored[f].update(postings)
+        for f, holding in pool.postings.get(term, ()):
+            scored[f].update(holding)
     wanted = idf.keys()
     scores: list[tuple[float, str, int, int, int]] = []
     for f, numbers in enumerate(scored):
-        path, chunks = pool[f][0], pool[f][1].chunks
+        if not numbers:
+            continue
+        path, chunks, norms = pool.files[f][0], pool.files[f][1].chunks, pool.norms[f]
         for number in numbers:
             chunk = chunks[number]
             counts = chunk.terms
             shared = counts.keys() & wanted
             if len(shared) < MIN_SHARED_TERMS:
                 continue
-            norm = K1 * (1 - B + B * chunk.length / average)
+            norm = norms[number]
             score = 0.0
             for term in shared:
                 tf = counts[term]
@@ -203,7 +228,7 @@ def search(
             scores.append((-score, path, chunk.start, f, number))
     hits: list[Hit] = []
     for negative, path, _, f, number in heapq.nsmallest(4 * limit, scores):
-        chunk = pool[f][1].chunks[number]
+        chunk = pool.files[f][1].chunks[number]
         if any(
             h.path == path and h.chunk.start < chunk.end and chunk.start < h.chunk.end for h in hits
         ):

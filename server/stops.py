@@ -90,9 +90,23 @@ def analyse_cursor(prefix: str, suffix: str, max_lines: int = 12) -> CursorShape
     return CursorShape(mode, line_suffix, block_indent, next_line, max_lines, closer, first_indent)
 
 
+def _last_filled_line(text: str) -> str | None:
+    """The last line of `text` with something on it, split as `str.splitlines` does,
+    read from the end a few KB at a time: the prefix may be a 200 KB file's."""
+    size = 2048
+    while True:
+        lines = text[-size:].splitlines()
+        if size < len(text):
+            lines = lines[1:]  # the first may have been cut
+        found = next((line for line in reversed(lines) if line.strip()), None)
+        if found is not None or size >= len(text):
+            return found
+        size *= 8
+
+
 def _indent_between(above_text: str, below: str | None) -> int:
     """The least indentation a block on an empty, unindented line can have."""
-    above = next((line for line in reversed(above_text.splitlines()) if line.strip()), None)
+    above = _last_filled_line(above_text)
     if above is not None and above.rstrip().endswith(BLOCK_OPENERS):
         return indent_width(above) + 1
     bounds = []

@@ -15,6 +15,7 @@ from server.similar import (
     CHUNK_STRIDE,
     chunk_index,
     frequencies,
+    make_pool,
     query_terms,
     search,
     terms_of,
@@ -81,10 +82,12 @@ def handle(request):
 
 def test_the_chunk_that_uses_the_same_rare_names_ranks_first() -> None:
     noise = [f"def unrelated_{i}(request):\n    return request.path_{i}\n" for i in range(30)]
-    pool = [
-        ("a/noise.py", chunk_index("".join(noise).split("\n"))),
-        ("a/caller.py", chunk_index(CALLER.split("\n"))),
-    ]
+    pool = make_pool(
+        [
+            ("a/noise.py", chunk_index("".join(noise).split("\n"))),
+            ("a/caller.py", chunk_index(CALLER.split("\n"))),
+        ]
+    )
     typed = "def other(request):\n    client = make_client(request.app)\n    client."
     hits = search(frequencies(query_terms(typed, len(typed)), pool), pool)
     assert hits[0].path == "a/caller.py"
@@ -92,7 +95,7 @@ def test_the_chunk_that_uses_the_same_rare_names_ranks_first() -> None:
 
 
 def test_one_shared_word_is_not_enough() -> None:
-    pool = [("a.py", chunk_index(["unique_word = 1", "other_thing = 2"]))]
+    pool = make_pool([("a.py", chunk_index(["unique_word = 1", "other_thing = 2"]))])
     assert frequencies(frozenset({"unique_word", "missing"}), pool) == {"unique_word": 1}
     assert search(frequencies(frozenset({"unique_word", "missing"}), pool), pool) == []
     assert search(frequencies(frozenset({"unique_word", "other_thing"}), pool), pool) != []
@@ -100,7 +103,7 @@ def test_one_shared_word_is_not_enough() -> None:
 
 def test_overlapping_windows_of_a_file_are_not_both_returned() -> None:
     lines = ["filler_a = filler_b"] * 6 + ["target_call(special_arg)"] + ["filler_c = 1"] * 20
-    pool = [("a.py", chunk_index(lines))]
+    pool = make_pool([("a.py", chunk_index(lines))])
     hits = search(frequencies(frozenset({"target_call", "special_arg"}), pool), pool)
     spans = sorted((h.chunk.start, h.chunk.end) for h in hits)
     assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))

@@ -94,6 +94,16 @@ def test_unindented_blank_line_under_an_opener_wants_a_deeper_block() -> None:
     assert apply_stops("    return 1\ndef h():", shape, final=False) == ("    return 1", True)
 
 
+def test_the_line_above_a_blank_line_is_found_however_far_up() -> None:
+    """Read from the end of a long prefix a few KB at a time: blank lines past the first
+    read, and a long file above, change nothing."""
+    long_file = "x = 1\n" * 20_000
+    shape = analyse_cursor(long_file + "def f(xs):\n" + "\n" * 5_000, "\n\ndef g():\n")
+    assert shape.block_indent == 1
+    shape = analyse_cursor("  " * 3_000 + "\n" * 100, "\n")
+    assert shape.block_indent == 0  # nothing filled above: the line below decides
+
+
 def test_line_mode_stops_before_a_bracket_the_suffix_closes() -> None:
     shape = analyse_cursor("total = compute(", ")\n")
     assert shape.closer == ")"
