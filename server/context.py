@@ -309,6 +309,20 @@ class _Lru(Generic[K, V]):
             self._items.clear()
 
 
+def _until_edited(
+    memo: _Lru[tuple[str, int, int], V],
+    index: ProjectIndex,
+    file_path: str,
+    make: Callable[[ProjectIndex, str], V],
+) -> V:
+    """`make(index, file_path)`, kept in `memo` while the index has no edit."""
+    key = (file_path, id(index.records), index.edits)
+    known = memo.get(key)
+    if known is None:
+        known = memo.put(key, make(index, file_path))
+    return known
+
+
 @dataclass(slots=True)
 class _FileDefs:
     """One file's outline arranged for lookups."""
@@ -439,6 +453,7 @@ class ContextBuilder:
         """Whether the latest build had a share for similar code (`prepare` chunks the
         pool only then: with completion.similarCodeShare 0 nothing needs chunks)."""
         self._related: _Lru[tuple[str, int, int], list[str]] = _Lru(256)
+        self._hops: _Lru[tuple[str, int, int], dict[str, int]] = _Lru(256)
         self._pools: _Lru[tuple[str, str | None], _SimilarPool] = _Lru(64)
         self._hits: _Lru[
             tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
@@ -815,11 +830,17 @@ class ContextBuilder:
         index = self.index
         if index is None:
             return []
-        key = (file_path, id(index.records), index.edits)
-        known = self._related.get(key)
-        if known is None:
-            known = self._related.put(key, related_files(index, file_path))
-        return known
+        return _until_edited(self._related, index, file_path, related_files)
+
+    def hops(self, file_path: str) -> dict[str, int]:
+        """The files two import hops out from `file_path`, with their distance (ranking
+        reads it on every build), memoised until the index changes."""
+        index = self.index
+        if index is None:
+            return {}
+        return _until_edited(
+            self._hops, index, file_path, lambda i, p: i.graph.neighbourhood(p, hops=2)
+        )
 
     def chunk_index(self, path: str) -> similar_code.ChunkIndex | None:
         """The chunks of `path`'s current version (`server.similar.chunk_index`), cached."""
@@ -1016,7 +1037,7 @@ class _Request:
         if path in self.deps:
             return 4
         if self._hops is None:
-            self._hops = self.index.graph.neighbourhood(self.file_path, hops=2)
+            self._hops = self.builder.hops(self.file_path)
         if self._hops.get(path) == 2:
             return 3
         if posixpath.dirname(path) == self.directory:
