@@ -1,0 +1,163 @@
+"""Context build time of two checkouts, in lockstep: one build of A, one of B, in turn.
+
+    benchmarks/make_big_workspace.sh /tmp/bigws       # once
+    git worktree add /tmp/before <commit>             # the baseline
+    python benchmarks/context_ab.py /tmp/before . --workspace /tmp/bigws
+
+On a shared machine the same code's timings move by half between minutes (the host's
+other tenants), so two benchmark runs one after the other compare the minutes more than
+the code. Here each checkout runs in its own process (its own modules and caches), and
+the two take turns build by build, so both see the same minutes. The builds are
+`context_bench.py`'s: random cursors in random files (`prepare` first, untimed), then
+every keystroke of its replayed typing sessions. Printed per checkout and kind: wall and
+thread-CPU p50/p90/p99, and the median of the per-build ratio B/A.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+def builds(
+    root: Path, workspace: Path, samples: int, sessions: int
+) -> Iterator[tuple[str, Callable[[], object]]]:
+    """(kind, build) in the order both checkouts run them, with `root`'s own modules."""
+    sys.path[:0] = [str(root), str(root / "benchmarks")]
+    import context_bench as bench  # the checkout's own, found through sys.path
+
+    from cache.index import ProjectIndex
+    from cache.queue import FileQueue
+    from server.context import Budget, ContextBuilder
+
+    index = ProjectIndex(workspace)
+    index.build()
+    files = bench.python_files(index)
+    budget = Budget(total=2048)
+    rng = random.Random(1)
+    queue = FileQueue(index)
+    builder = ContextBuilder(index, texts=queue.texts, recent=queue.recent)
+    done = 0
+    while done < samples:
+        path = rng.choice(files)
+        try:
+            text = (index.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if not text:
+            continue
+        queue.activate(path)
+        builder.prepare(path)
+        for _ in range(10):
+            offset = rng.randrange(len(text) + 1)
+            done += 1
+            yield (
+                "random",
+                lambda p=path, t=text, o=offset: builder.build(p, t, o, "python", budget),
+            )
+    for seed in range(1, sessions + 1):
+        path, text, start, end = bench.pick_function(index, files, seed)
+        body = text[start:end]
+        session_queue = FileQueue(index)
+        session_queue.activate(path)
+        session = ContextBuilder(index, texts=session_queue.texts, recent=session_queue.recent)
+        session.prepare(path)
+        for typed in bench.keystrokes(body):
+            current = text[:start] + body[:typed] + text[end:]
+            yield (
+                "typing",
+                lambda c=current, o=start + typed, s=session, p=path: s.build(
+                    p, c, o, "python", budget
+                ),
+            )
+
+
+def worker(root: Path, workspace: Path, samples: int, sessions: int) -> None:
+    """Run one build per line read from stdin; print its kind, wall and CPU ms."""
+    steps = builds(root, workspace, samples, sessions)
+    print("ready", flush=True)
+    for kind, build in steps:
+        if not sys.stdin.readline():
+            return
+        wall, cpu = time.perf_counter(), time.thread_time()
+        build()
+        print(
+            kind, (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000, flush=True
+        )
+    print("done", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("a", type=Path, help="the baseline checkout")
+    parser.add_argument("b", type=Path, help="the checkout compared with it")
+    parser.add_argument("--workspace", type=Path, default=Path("/tmp/bigws"))
+    parser.add_argument("--samples", type=int, default=1000, help="random cursors")
+    parser.add_argument("--sessions", type=int, default=8, help="typing sessions")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker is not None:
+        worker(args.worker, args.workspace, args.samples, args.sessions)
+        return
+
+    sys.path.insert(0, str(HERE.parent.parent))
+    from server.metrics import percentile
+
+    roots = [args.a.resolve(), args.b.resolve()]
+    command = [sys.executable, str(HERE), str(roots[0]), str(roots[1])]
+    command += ["--workspace", str(args.workspace), "--samples", str(args.samples)]
+    command += ["--sessions", str(args.sessions)]
+    workers = [
+        subprocess.Popen(
+            [*command, "--worker", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for root in roots
+    ]
+    for process in workers:
+        if process.stdout is None or process.stdout.readline().strip() != "ready":
+            sys.exit(f"a worker did not start: {process.args}")
+    times: list[dict[str, list[tuple[float, float]]]] = [{}, {}]
+    turn = 0
+    running = True
+    while running:
+        for side in (0, 1) if turn % 2 == 0 else (1, 0):  # who goes first alternates
+            process = workers[side]
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+            fields = process.stdout.readline().split()
+            if len(fields) != 3:
+                running = False
+                break
+            times[side].setdefault(fields[0], []).append((float(fields[1]), float(fields[2])))
+        turn += 1
+    for process in workers:
+        process.kill()
+    print(f"workspace {args.workspace}; A = {roots[0]}, B = {roots[1]}; builds in lockstep")
+    for name, side in (("A", times[0]), ("B", times[1])):
+        for kind, measured in side.items():
+            wall = [w for w, _ in measured]
+            cpu = [c for _, c in measured]
+            print(
+                f"  {name} {kind:7} {len(measured):5} builds: wall p50 {percentile(wall, 50):5.2f}"
+                f" p90 {percentile(wall, 90):5.2f} p99 {percentile(wall, 99):5.2f} ms;"
+                f" CPU p50 {percentile(cpu, 50):5.2f} p99 {percentile(cpu, 99):5.2f} ms"
+            )
+    for kind in times[0]:
+        pairs = zip(times[0][kind], times[1].get(kind, []), strict=False)
+        ratios = [b[0] / a[0] for a, b in pairs if a[0] > 0]
+        print(f"  {kind}: B/A per build, median {percentile(ratios, 50):.3f}")
+
+
+if __name__ == "__main__":
+    main()
