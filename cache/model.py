@@ -32,6 +32,9 @@ class ImportRef:
     names: tuple[str, ...] = ()
     """Names taken from it ("Item", "Warehouse"); () for a plain `import x`."""
     line: int = 0
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(name here, name there) for each name imported under another (Python's `b as c`:
+    ("c", "b")): a package's `__init__` re-exports names so."""
 
 
 @dataclass(frozen=True, slots=True)

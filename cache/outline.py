@@ -580,13 +580,17 @@ def _python_import(outliner: _Outliner, statement: Node) -> None:
             return
         module = _no_space(outliner.text(module_node))
     names: list[str] = []
+    aliases: list[tuple[str, str]] = []
     for imported in statement.children_by_field_name("name"):
         name = _python_imported_name(outliner, imported)
         if name:
             names.append(name)
+            alias = imported.child_by_field_name("alias")
+            if imported.type == "aliased_import" and alias is not None:
+                aliases.append((_no_space(outliner.text(alias)), name))
     if any(child.type == "wildcard_import" for child in statement.children):
         names = ["*"]
-    outliner.imports.append(ImportRef(module, tuple(names), line))
+    outliner.imports.append(ImportRef(module, tuple(names), line, tuple(aliases)))
 
 
 def _python_imported_name(outliner: _Outliner, imported: Node) -> str | None:

@@ -44,7 +44,7 @@ from cache.model import FileRecord, Outline
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump whenever `cache.model` or the record encoding changes: old stores are then ignored."""
 
 _SCHEMA_KEY = "meta:schema"

@@ -1290,7 +1290,12 @@ class _Request:
         name = parts[0]
         language = defs.language
         for ref in defs.imports:
-            if name in ref.names:
+            original = next((o for local, o in ref.aliases if local == name), None)
+            if original is not None:  # `from .cold import ColdStore as Warehouse`
+                found = self.in_module(ref.module, (original, *parts[1:]), path, depth + 1)
+                if found is not None:
+                    return found
+            elif name in ref.names:
                 found = self.in_module(ref.module, parts, path, depth + 1)
                 if found is not None:
                     return found

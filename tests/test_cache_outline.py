@@ -254,7 +254,7 @@ def test_python_imports() -> None:
         ImportRef("os.path", (), 1),
         ImportRef("a.b", (), 2),
         ImportRef("d", (), 2),
-        ImportRef("x.y", ("a", "b"), 3),
+        ImportRef("x.y", ("a", "b"), 3, (("c", "b"),)),
         ImportRef(".", ("m",), 4),
         ImportRef("..pkg.mod", ("a", "b"), 5),
         ImportRef("x", ("*",), 7),

@@ -320,6 +320,37 @@ def test_a_packages_submodule_is_found_before_its_star_imports(
     index.close()
 
 
+def test_a_name_re_exported_under_an_alias_resolves_to_its_definition(tmp_path: Path) -> None:
+    """`from .cold import ColdStore as Warehouse` in a package's __init__: the package's
+    `Warehouse` is cold.py's `ColdStore`, and its members are ColdStore's."""
+    main = "from store import Warehouse\n\n\ndef go(w: Warehouse):\n    w.add\n"
+    files = {
+        "app/main.py": main,
+        "store/__init__.py": "from .cold import ColdStore as Warehouse, Shelf\n",
+        "store/cold.py": "class ColdStore:\n    def add(self, item): ...\n\n\nclass Shelf: ...\n",
+    }
+    for path, text in files.items():
+        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "ws" / path).write_text(text)
+    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
+    index.build()
+    builder = ContextBuilder(index)
+    cursor = analyse(main, len(main), "python")
+    found = {
+        chain: builder.resolve("app/main.py", main, cursor, chain)
+        for chain in [("Warehouse",), ("w", "add")]
+    }
+    assert {
+        chain: (t.path, t.definition.qualified_name)
+        for chain, t in found.items()
+        if t and t.definition
+    } == {
+        ("Warehouse",): ("store/cold.py", "ColdStore"),
+        ("w", "add"): ("store/cold.py", "ColdStore.add"),
+    }
+    index.close()
+
+
 def test_related_files_follow_an_edited_import(tmp_path: Path) -> None:
     """The related files are memoised, until the index changes: a new import brings its
     file in at once."""
