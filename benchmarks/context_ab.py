@@ -16,9 +16,11 @@ thread-CPU p50/p90/p99, and the median of the per-build ratio B/A.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -114,14 +116,18 @@ def main() -> None:
     command = [sys.executable, str(HERE), str(roots[0]), str(roots[1])]
     command += ["--workspace", str(args.workspace), "--samples", str(args.samples)]
     command += ["--sessions", str(args.sessions)]
+    # Each its own project cache, indexed afresh (untimed): checkouts of two store
+    # schemas would otherwise remove each other's.
+    caches = tempfile.TemporaryDirectory(prefix="context-ab-")
     workers = [
         subprocess.Popen(
             [*command, "--worker", str(root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env={**os.environ, "HEADSTART_CACHE_DIR": f"{caches.name}/{side}"},
         )
-        for root in roots
+        for side, root in enumerate(roots)
     ]
     for process in workers:
         if process.stdout is None or process.stdout.readline().strip() != "ready":
@@ -143,6 +149,8 @@ def main() -> None:
         turn += 1
     for process in workers:
         process.kill()
+        process.wait()
+    caches.cleanup()
     print(f"workspace {args.workspace}; A = {roots[0]}, B = {roots[1]}; builds in lockstep")
     for name, side in (("A", times[0]), ("B", times[1])):
         for kind, measured in side.items():
