@@ -28,6 +28,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 
 
+def sampled_files(root: Path, files: list[str], rng: random.Random) -> Iterator[tuple[str, str]]:
+    """Random files of `files` (paths under `root`) with their text, without end;
+    unreadable and empty ones skipped. (`context_bench.py` samples with it too.)"""
+    while True:
+        path = rng.choice(files)
+        try:
+            text = (root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if text:
+            yield path, text
+
+
 def builds(
     root: Path, workspace: Path, samples: int, sessions: int
 ) -> Iterator[tuple[str, Callable[[], object]]]:
@@ -47,14 +60,9 @@ def builds(
     queue = FileQueue(index)
     builder = ContextBuilder(index, texts=queue.texts, recent=queue.recent)
     done = 0
-    while done < samples:
-        path = rng.choice(files)
-        try:
-            text = (index.root / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if not text:
-            continue
+    for path, text in sampled_files(index.root, files, rng):
+        if done >= samples:
+            break
         queue.activate(path)
         builder.prepare(path)
         for _ in range(10):

@@ -34,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from context_ab import sampled_files  # noqa: E402
+
 from cache.index import ProjectIndex  # noqa: E402
 from cache.queue import FileQueue  # noqa: E402
 from server.context import Budget, Context, ContextBuilder, estimate_tokens  # noqa: E402
@@ -113,16 +115,11 @@ def time_builds(
     first: list[float] = []
     typing: list[float] = []
     snippets = 0
-    while len(first) + len(typing) < samples:
-        path = rng.choice(files)
+    for path, text in sampled_files(index.root, files, rng):
+        if len(first) + len(typing) >= samples:
+            break
         queue.activate(path)
         builder.prepare(path)  # as the server does on activation, off the request path
-        try:
-            text = (index.root / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if not text:
-            continue
         for number in range(per_file):
             offset = rng.randrange(len(text) + 1)
             started = time.perf_counter()

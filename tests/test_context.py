@@ -243,6 +243,28 @@ def test_an_imported_name_follows_its_file_changed_after_it_was_memoised(
     index.close()
 
 
+def indexed(tmp_path: Path, files: dict[str, str]) -> ProjectIndex:
+    """A project of `files` (path -> text) under tmp_path, indexed."""
+    for path, text in files.items():
+        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "ws" / path).write_text(text)
+    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
+    index.build()
+    return index
+
+
+def outlines_parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The languages of the outlines made from now on, one entry per file parsed."""
+    parsed: list[str] = []
+
+    def counting(data: bytes, language: str) -> Outline | None:
+        parsed.append(language)
+        return parse_outline(data, language)
+
+    monkeypatch.setattr(cache.index, "parse_outline", counting)
+    return parsed
+
+
 def test_prepare_makes_the_outlines_a_first_build_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -263,18 +285,8 @@ def test_prepare_makes_the_outlines_a_first_build_needs(
         "lib/c.py": "from .base import Base\n\n\nclass Engine(Base):\n    def start(self): ...\n",
         "lib/base.py": "class Base:\n    def stop(self) -> None: ...\n",
     }
-    for path, text in files.items():
-        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "ws" / path).write_text(text)
-    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
-    index.build()
-    parsed: list[str] = []
-
-    def counting(data: bytes, language: str) -> Outline | None:
-        parsed.append(language)
-        return parse_outline(data, language)
-
-    monkeypatch.setattr(cache.index, "parse_outline", counting)
+    index = indexed(tmp_path, files)
+    parsed = outlines_parsed(monkeypatch)
     builder = ContextBuilder(index)
     builder.prepare("app/main.py")
     assert parsed  # the outlines were not made before
@@ -300,18 +312,8 @@ def test_a_packages_submodule_is_found_before_its_star_imports(
         **{f"pkg/m{i}.py": f"def helper_{i}(): ...\n" for i in range(30)},
         "pkg/tools.py": "class Wrench:\n    size = 1\n",
     }
-    for path, text in files.items():
-        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "ws" / path).write_text(text)
-    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
-    index.build()
-    parsed: list[bytes] = []
-
-    def counting(data: bytes, language: str) -> Outline | None:
-        parsed.append(data)
-        return parse_outline(data, language)
-
-    monkeypatch.setattr(cache.index, "parse_outline", counting)
+    index = indexed(tmp_path, files)
+    parsed = outlines_parsed(monkeypatch)
     cursor = analyse(main, len(main), "python")
     target = ContextBuilder(index).resolve("app/main.py", main, cursor, ("tools", "Wrench"))
     assert target is not None and target.definition is not None
@@ -329,11 +331,7 @@ def test_a_name_re_exported_under_an_alias_resolves_to_its_definition(tmp_path: 
         "store/__init__.py": "from .cold import ColdStore as Warehouse, Shelf\n",
         "store/cold.py": "class ColdStore:\n    def add(self, item): ...\n\n\nclass Shelf: ...\n",
     }
-    for path, text in files.items():
-        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "ws" / path).write_text(text)
-    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
-    index.build()
+    index = indexed(tmp_path, files)
     builder = ContextBuilder(index)
     cursor = analyse(main, len(main), "python")
     found = {
@@ -355,11 +353,7 @@ def test_related_files_follow_an_edited_import(tmp_path: Path) -> None:
     """The related files are memoised, until the index changes: a new import brings its
     file in at once."""
     files = {"app/main.py": "import os\n", "lib/tools.py": "class Wrench: ...\n"}
-    for path, text in files.items():
-        (tmp_path / "ws" / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "ws" / path).write_text(text)
-    index = ProjectIndex(tmp_path / "ws", cache_dir=tmp_path / "cache")
-    index.build()
+    index = indexed(tmp_path, files)
     builder = ContextBuilder(index)
     assert "lib/tools.py" not in builder.related_files("app/main.py")
     index.update_file("app/main.py", b"from lib.tools import Wrench\n", persist=False)
