@@ -39,7 +39,7 @@ from tree_sitter import Language, Node, Parser, Tree
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
 from cache.outline import named_child
-from server.reparse import edited_tree
+from server.reparse import nearby_tree
 from server.stops import CursorShape, analyse_cursor
 
 WINDOW_ABOVE: Final = 100
@@ -380,6 +380,17 @@ class _Windows(threading.local):
 _windows = _Windows()
 
 
+class _Declared(threading.local):
+    def __init__(self) -> None:
+        self.by_statement: dict[
+            tuple[int, str, bytes], tuple[tuple[str, tuple[str, ...]], ...]
+        ] = {}
+
+
+_declared = _Declared()
+_DECLARED_MEMO_SIZE: Final = 4096
+
+
 def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
     """`parse` for the cursor analysis's window, incremental from this thread's last
     window in the language: on consecutive keystrokes the windows differ by a few bytes,
@@ -390,7 +401,7 @@ def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
     last = _windows.last.get(language)
     if last is not None and last[0] == source:
         return last[1].root_node
-    old_tree = edited_tree(last[0], last[1], source) if last is not None else None
+    old_tree = nearby_tree(last[0], last[1], source) if last is not None else None
     tree = _parse_tree(parser, source, budget_s, old_tree)
     if tree is None:
         _windows.last.pop(language, None)
@@ -892,13 +903,41 @@ class _Walker:
         if not spine_fields:
             # a definition's own name is not a reference to it
             skip = node.child_by_field_name("name") if kind in syntax.scopes else None
+            statements = kind in syntax.blocks
             for child in node.named_children:
-                if skip is None or child != skip:
+                if skip is not None and child == skip:
+                    continue
+                if (
+                    statements
+                    and child.end_point[0] < self.names_from
+                    and child.start_point[0] >= self.types_from
+                ):
+                    self._declarations_of(child)
+                else:
                     self._visit(child, spine=False)
             return
         spine_nodes = [node.child_by_field_name(f) for f in spine_fields]
         for child in node.named_children:
             self._visit(child, spine=any(child == s for s in spine_nodes))
+
+    def _declarations_of(self, statement: Node) -> None:
+        """The local types a statement above the names declares, memoised by its text:
+        while typing, the statements above the cursor's lines stay the same, and walking
+        them again was a good part of each keystroke's analysis."""
+        key = (id(self.syntax), statement.type, statement.text or b"")
+        memo = _declared.by_statement
+        declared = memo.get(key)
+        if declared is None:
+            types, self.types = self.types, {}
+            try:
+                self._visit(statement, spine=False)
+                declared = tuple(self.types.items())
+            finally:
+                self.types = types
+            if len(memo) >= _DECLARED_MEMO_SIZE:
+                memo.clear()
+            memo[key] = declared
+        self.types.update(declared)
 
     def _record(self, chain: tuple[str, ...], node: Node) -> None:
         while chain and chain[-1] == CALL:

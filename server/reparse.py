@@ -18,7 +18,23 @@ def reparse(parser: Parser, old_source: bytes, old_tree: Tree, source: bytes) ->
 def edited_tree(old_source: bytes, old_tree: Tree, source: bytes) -> Tree:
     """A copy of `old_tree` told how `old_source` became `source`: the old tree to give
     the parser for `source`."""
-    start, old_end, new_end = edit_span(old_source, source)
+    return _edited(old_source, old_tree, source, edit_span(old_source, source))
+
+
+def nearby_tree(old_source: bytes, old_tree: Tree, source: bytes) -> Tree | None:
+    """`edited_tree`, or None when less than half of `source` is as it was (a cursor
+    that jumped elsewhere): from an unrelated tree an incremental parse costs more than
+    a fresh one (1.6 against 1.4 ms on 6 KB), and may run past a parse budget that the
+    fresh parse meets."""
+    span = edit_span(old_source, source)
+    start, _, new_end = span
+    if start + len(source) - new_end < len(source) / 2:
+        return None
+    return _edited(old_source, old_tree, source, span)
+
+
+def _edited(old_source: bytes, old_tree: Tree, source: bytes, span: tuple[int, int, int]) -> Tree:
+    start, old_end, new_end = span
     edited = old_tree.copy()
     edited.edit(
         start_byte=start,

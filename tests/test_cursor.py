@@ -267,9 +267,32 @@ def test_languages_without_a_grammar_still_get_the_text_parts() -> None:
     assert info.target == ("x",)
 
 
+def test_local_types_far_above_come_from_a_memo_of_their_statements() -> None:
+    """Statements above the lines whose names count give only local types; those are
+    kept by statement text, and a second analysis reads them back the same."""
+    import server.cursor as cursor
+
+    text = (
+        "def f(store: Store):\n    repo = Repo()\n    if store:\n        cache: Cache = make()\n"
+        + "    x = 1\n" * 20
+        + "    repo."
+    )
+    cursor._declared.by_statement.clear()
+    first = analyse(text, len(text), "python")
+    assert {k: first.types[k] for k in ("store", "repo", "cache")} == {
+        "store": ("Store",),
+        "repo": ("Repo", "()"),  # a call: resolved to what it returns
+        "cache": ("Cache",),
+    }
+    assert len(cursor._declared.by_statement) >= 3  # repo, the if (and cache in it), x
+    cursor._windows.last.clear()
+    assert analyse(text, len(text), "python") == first
+
+
 def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
     """The window is re-parsed incrementally from the previous keystroke's (and from
-    another file's in between); every answer equals that of a parse from scratch."""
+    another file's in between), and the local types of the statements above the names
+    come from a memo; every answer equals that of a parse and a walk from scratch."""
     import server.cursor as cursor
 
     typed = "        self.store.save(item, n=n, label=os.path.join('a', util.x))\n"
@@ -281,4 +304,5 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
             analyse(other, len(other), "python")  # a hover in another file
         incremental = analyse(text, len(text), "python")
         cursor._windows.last.clear()
+        cursor._declared.by_statement.clear()
         assert analyse(text, len(text), "python") == incremental, typed[:length]

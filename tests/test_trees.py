@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_sitter import Node
 
-from server.cursor import parse
-from server.reparse import edit_span
+from server.cursor import parse, parser_for
+from server.reparse import edit_span, nearby_tree
 from server.trees import DocumentTrees
 
 SOURCE = "def f(a):\n    return a + 1\n\n\nclass C:\n    x = 'é😀'\n"
@@ -50,3 +50,18 @@ def test_the_edit_span_is_the_smallest_changed_run() -> None:
     assert edit_span(b"abcdef", b"abXYef") == (2, 4, 4)
     assert edit_span(b"aaa", b"aaaa") == (3, 3, 4)
     assert edit_span(b"same", b"same") == (4, 4, 4)
+
+
+def test_a_tree_is_reused_only_for_a_nearby_text() -> None:
+    """One key typed: the old tree, edited, gives the fresh parse's tree. Another place
+    of the file: no old tree (parsing from an unrelated one costs more than afresh)."""
+    parser = parser_for("python")
+    assert parser is not None
+    old = b"def f(a):\n    return a + 1\n" * 20
+    tree = parser.parse(old)
+    typed = old.replace(b"a + 1", b"a + 12", 1)
+    edited = nearby_tree(old, tree, typed)
+    assert edited is not None
+    assert str(parser.parse(typed, edited).root_node) == str(parser.parse(typed).root_node)
+    elsewhere = b"class K:\n    x: int = 0\n" * 30
+    assert nearby_tree(old, tree, elsewhere) is None
