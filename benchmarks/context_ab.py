@@ -10,12 +10,14 @@ the code. Here each checkout runs in its own process (its own modules and caches
 the two take turns build by build, so both see the same minutes. The builds are
 `context_bench.py`'s: random cursors in random files (`prepare` first, untimed), then
 every keystroke of its replayed typing sessions. Printed per checkout and kind: wall and
-thread-CPU p50/p90/p99, and the median of the per-build ratio B/A.
+thread-CPU p50/p90/p99, the median of the per-build ratio B/A, and how many builds
+chose a different context (prefix, suffix or snippets) in A and B.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import subprocess
@@ -24,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve()
 
@@ -43,7 +46,7 @@ def sampled_files(root: Path, files: list[str], rng: random.Random) -> Iterator[
 
 def builds(
     root: Path, workspace: Path, samples: int, sessions: int
-) -> Iterator[tuple[str, Callable[[], object]]]:
+) -> Iterator[tuple[str, Callable[[], Any]]]:
     """(kind, build) in the order both checkouts run them, with `root`'s own modules."""
     sys.path[:0] = [str(root), str(root / "benchmarks")]
     import context_bench as bench  # the checkout's own, found through sys.path
@@ -89,6 +92,12 @@ def builds(
             )
 
 
+def digest(context: Any) -> str:
+    """A hash of what a build chose: its prefix, suffix and snippets."""
+    chosen = [(s.path, s.name, s.start_line, s.text) for s in context.snippets]
+    return hashlib.blake2b(repr((context.prefix, context.suffix, chosen)).encode()).hexdigest()
+
+
 def worker(root: Path, workspace: Path, samples: int, sessions: int) -> None:
     """Run one build per line read from stdin; print its kind, wall and CPU ms."""
     steps = builds(root, workspace, samples, sessions)
@@ -97,10 +106,9 @@ def worker(root: Path, workspace: Path, samples: int, sessions: int) -> None:
         if not sys.stdin.readline():
             return
         wall, cpu = time.perf_counter(), time.thread_time()
-        build()
-        print(
-            kind, (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000, flush=True
-        )
+        context = build()
+        wall, cpu = (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+        print(kind, wall, cpu, digest(context), flush=True)
     print("done", flush=True)
 
 
@@ -141,19 +149,24 @@ def main() -> None:
         if process.stdout is None or process.stdout.readline().strip() != "ready":
             sys.exit(f"a worker did not start: {process.args}")
     times: list[dict[str, list[tuple[float, float]]]] = [{}, {}]
+    differ: dict[str, int] = {}
     turn = 0
     running = True
     while running:
+        digests = ["", ""]
         for side in (0, 1) if turn % 2 == 0 else (1, 0):  # who goes first alternates
             process = workers[side]
             assert process.stdin is not None and process.stdout is not None
             process.stdin.write("go\n")
             process.stdin.flush()
             fields = process.stdout.readline().split()
-            if len(fields) != 3:
+            if len(fields) != 4:
                 running = False
                 break
             times[side].setdefault(fields[0], []).append((float(fields[1]), float(fields[2])))
+            digests[side] = fields[3]
+        if running:
+            differ[fields[0]] = differ.get(fields[0], 0) + (digests[0] != digests[1])
         turn += 1
     for process in workers:
         process.kill()
@@ -172,7 +185,10 @@ def main() -> None:
     for kind in times[0]:
         pairs = zip(times[0][kind], times[1].get(kind, []), strict=False)
         ratios = [b[0] / a[0] for a, b in pairs if a[0] > 0]
-        print(f"  {kind}: B/A per build, median {percentile(ratios, 50):.3f}")
+        print(
+            f"  {kind}: B/A per build, median {percentile(ratios, 50):.3f};"
+            f" contexts that differ: {differ.get(kind, 0)} of {len(ratios)}"
+        )
 
 
 if __name__ == "__main__":

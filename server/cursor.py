@@ -46,6 +46,9 @@ WINDOW_ABOVE: Final = 100
 """Most lines above the cursor that are parsed; the window starts at a top-level line."""
 WINDOW_BELOW: Final = 4
 """Lines below the cursor line parsed with it, so the current statement can close."""
+WINDOW_MAX_CHARS: Final = 8000
+"""Most characters parsed: 100 lines of ordinary code are 2-5 KB, but 100 lines of a
+generated table (pygments' unistring, 10 KB string literals) are 20 KB and 3 ms."""
 NAMES_ABOVE: Final = 12
 """How far above the current statement names still count as referenced near the cursor."""
 MAX_REFERENCES: Final = 40
@@ -473,7 +476,7 @@ def analyse(text: str, offset: int, language: str | None, *, names: bool = True)
         window_start = _window_start(text, line_start, language)
     if language == "python" and _inside_triple_quotes(text, 0, offset):
         window_start = line_start  # in a docstring: no names to read, little to parse
-    window_end = _window_end(text, offset)
+    window_start, window_end = _capped_window(text, window_start, line_start, offset)
     window_row = row - text.count("\n", window_start, line_start)
     source = text[window_start:window_end].encode("utf-8", "surrogatepass")
     root = _parse_window(source, language, PARSE_BUDGET_S)
@@ -606,6 +609,22 @@ def _line_start_above(text: str, line_start: int, lines: int) -> int:
             break
         position = text.rfind("\n", 0, position - 1) + 1
     return position
+
+
+def _capped_window(text: str, start: int, line_start: int, offset: int) -> tuple[int, int]:
+    """The window from `start` to WINDOW_BELOW lines below the cursor, kept to
+    WINDOW_MAX_CHARS by dropping the lines below the cursor's line, then lines from the
+    top (the cursor's own line always stays)."""
+    end = _window_end(text, offset)
+    if end - start <= WINDOW_MAX_CHARS:
+        return start, end
+    line_end = text.find("\n", offset)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    end = max(line_end, min(end, start + WINDOW_MAX_CHARS))
+    if end - start > WINDOW_MAX_CHARS:
+        newline = text.find("\n", end - WINDOW_MAX_CHARS - 1, line_start)
+        start = line_start if newline < 0 else newline + 1
+    return start, end
 
 
 def _window_end(text: str, offset: int) -> int:

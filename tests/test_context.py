@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cache.index
+import server.context as server_context
 from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
@@ -412,6 +413,29 @@ def test_dedup_keeps_the_better_scored_copy() -> None:
     ]
     context = build_context("x = 1\n", "", snippets, Budget(total=1000))
     assert [s.path for s in context.snippets] == ["a.py"]
+
+
+def test_a_cut_snippets_tokens_come_from_its_whole_snippets_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snippet cut to fit is compared with those chosen before it for near-duplicates
+    by tokens found in the parse of the whole (memoised when it was rendered), not by a
+    parse of each cut's new text."""
+    methods = "".join(
+        f"    def method_{i}(self, value: int) -> int:\n        return value * {i}\n\n"
+        for i in range(60)
+    )
+    whole = Snippet("big.py", f"class Big:\n{methods}", 0, 10.0, "Big", "python")
+    small = Snippet("small.py", methods[:400], 0, 50.0, "m", "python")
+    server_context._tokens_of(whole)  # as `_render_ahead` does, before any build
+    server_context._tokens_of(small)
+    parses = []
+    monkeypatch.setattr(server_context, "parse", lambda *a, **k: parses.append(a))
+    built = build_context("x = 1\n", "", [small, whole], Budget(total=700))
+    cut = next(s for s in built.snippets if s.path == "big.py")
+    assert len(cut.text) < len(whole.text) and parses == []
+    monkeypatch.undo()
+    assert server_context._tokens_of(cut) == leaf_tokens(cut.text, "python")
 
 
 def test_snippets_already_in_the_window_are_dropped() -> None:

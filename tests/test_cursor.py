@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from server.cursor import (
     CALL,
+    WINDOW_MAX_CHARS,
     Binding,
     Tier,
     analyse,
@@ -12,6 +13,7 @@ from server.cursor import (
     file_imports,
     type_chain,
 )
+from server.cursor import _windows as _windows
 from server.stops import Mode
 
 
@@ -174,6 +176,21 @@ def test_large_file_is_analysed_from_a_window_with_scopes_above_it() -> None:
     assert info.scopes[0].line == 3
     assert info.window_start_line > 1000  # only the method was parsed
     assert info.imports.bindings["Store"].name == "Store"
+
+
+def test_a_window_of_very_long_lines_is_kept_to_its_character_cap() -> None:
+    """A generated table (10 KB string literals a line) parses in milliseconds a window:
+    the window keeps the cursor's line and drops lines from the top."""
+    ranges = "\\u0041-\\u005a" * 200
+    table = "".join(f"T{i} = '{ranges}'\n" for i in range(40))
+    text = "import store\n\n" + table + "def f(x):\n    return store.get(x)\n"
+    offset = text.index("store.get(x)") + len("store.get(")
+    info = analyse(text, offset, "python")
+    parsed = _windows.last["python"][0]
+    assert len(parsed) <= WINDOW_MAX_CHARS
+    assert parsed.endswith(b"    return store.get(x)\n")
+    assert ("store", "get") in [r.chain for r in info.references]
+    assert info.callee == ("store", "get")
 
 
 TS_APP = """import { Warehouse as WH, Item } from "./models";
