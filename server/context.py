@@ -67,6 +67,7 @@ header, FIM markers) are the caller's `reserved`.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import gc
 import logging
@@ -74,7 +75,7 @@ import posixpath
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Reversible
+from collections.abc import Callable, Iterable, Mapping, Reversible, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
@@ -377,13 +378,16 @@ class _ImportedTarget:
 
 
 @dataclass(frozen=True, slots=True)
-class _FirstUses:
-    """Where each identifier of a text is first used outside import statements: the end
-    of the first line that uses it. The identifiers above a line are those whose first
-    use ends by its start, so one pass over a file answers for every line of it."""
+class _Uses:
+    """Where the identifiers of a text are used outside import statements, so one pass
+    over a file answers `_imported_names` for every line of it: for each identifier the
+    end of the first line that uses it (those above a line end by its start), and for
+    each name the file imports, where each of its uses starts (those near a line are
+    within IMPORT_WINDOW_CHARS above it)."""
 
     text: str
     ends: dict[str, int]
+    starts: dict[str, list[int]]
 
     def covers(self, text: str, line_start: int) -> bool:
         """Whether `text` is the same as the indexed text above `line_start`."""
@@ -444,7 +448,7 @@ class ContextBuilder:
         ] = _Lru(cache_size)
         """Re-exported name -> (where it is defined, that file's digest then)."""
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
-        self._first_uses: _Lru[str, _FirstUses] = _Lru(64)
+        self._first_uses: _Lru[str, _Uses] = _Lru(64)
         self._chunks: _Lru[tuple[str, str], similar_code.ChunkIndex] = _Lru(cache_size)
         self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
             _Lru(256)
@@ -643,8 +647,9 @@ class ContextBuilder:
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
-        self._first_uses.put(file_path, _FirstUses(text, _first_use_ends(text)))
         cursor = analyse(text, 0, record.language)
+        named = frozenset(local for local, _ in _named_imports(cursor.imports))
+        self._first_uses.put(file_path, _Uses(text, *_uses(text, named)))
         found = [
             self.imported_target(index, file_path, text, cursor, binding)
             for _, binding in _named_imports(cursor.imports)
@@ -1980,7 +1985,7 @@ def _imported_names(
     text: str,
     cursor: CursorInfo,
     line_start: int | None = None,
-    uses: _FirstUses | None = None,
+    uses: _Uses | None = None,
 ) -> list[tuple[str, float]]:
     """The names the file imports, scored by whether the code before the cursor uses them
     yet; module bindings (`import a.b`, `from . import mod`) are left to the related
@@ -1992,12 +1997,18 @@ def _imported_names(
         return []
     if line_start is None:
         line_start = _offset_of_line(text, cursor.line)
-    near = _identifiers_before(text[max(0, line_start - IMPORT_WINDOW_CHARS) : line_start])
+    window_start = max(0, line_start - IMPORT_WINDOW_CHARS)
     if uses is not None and uses.covers(text, line_start):
-        ends = uses.ends
+        ends, starts = uses.ends, uses.starts
         before = frozenset(n for n, _ in named if ends.get(n, line_start + 1) <= line_start)
+        near = frozenset(
+            n
+            for n, _ in named
+            if _used_between(starts.get(n, ()), len(n), window_start, line_start)
+        )
     else:
         before = _identifiers_before(text[:line_start])
+        near = _identifiers_before(text[window_start:line_start])
     scored = []
     for local, _ in named:
         if local in near:
@@ -2052,23 +2063,34 @@ def _identifiers_before(text: str) -> frozenset[str]:
     return found
 
 
-def _first_use_ends(text: str) -> dict[str, int]:
+def _uses(text: str, names: frozenset[str]) -> tuple[dict[str, int], dict[str, list[int]]]:
     """For each identifier of `text` outside import statements, the end of the first line
     that uses it: `_identifiers_before(text[:line_start])` are those ending by
-    `line_start`, with the same lines and statements (`_without_import_lines`)."""
+    `line_start`, with the same lines and statements (`_without_import_lines`); and for
+    each of `names`, where its uses start, in order."""
     ends: dict[str, int] = {}
+    starts: dict[str, list[int]] = {}
     offset, inside = 0, False
     for line in text.splitlines(keepends=True):
-        offset += len(line)
+        line_start, offset = offset, offset + len(line)
         if inside:
             inside = ")" not in line
         elif line.lstrip().startswith(("import ", "from ")):
             inside = "(" in line and ")" not in line
         else:
-            for name in _IDENTIFIER.findall(line):
+            for match in _IDENTIFIER.finditer(line):
+                name = match.group()
                 if name not in ends:
                     ends[name] = offset
-    return ends
+                if name in names:
+                    starts.setdefault(name, []).append(line_start + match.start())
+    return ends, starts
+
+
+def _used_between(starts: Sequence[int], length: int, low: int, high: int) -> bool:
+    """Whether a use that starts at one of `starts` lies inside text[low:high]."""
+    first = bisect.bisect_left(starts, low)
+    return first < len(starts) and starts[first] + length <= high
 
 
 def _offset_of_line(text: str, line: int) -> int:
@@ -2081,9 +2103,14 @@ def _offset_of_line(text: str, line: int) -> int:
     return offset
 
 
+_IMPORT_LINE: Final = re.compile(r"^\s*(?:import|from) ", re.MULTILINE)
+
+
 def _without_import_lines(text: str) -> str:
     """`text` less its import statements (Python's, parenthesised ones included; the
     `import`/`from` lines of other languages)."""
+    if _IMPORT_LINE.search(text) is None:
+        return text  # most windows: one regex scan instead of a loop over the lines
     kept, inside = [], False
     for line in text.splitlines():
         stripped = line.lstrip()

@@ -316,6 +316,11 @@ _STRING_KINDS: Final = frozenset(
         "interpreted_string_literal", "raw_string_literal", "char_literal", "escape_sequence",
     }
 )  # fmt: skip
+_TEXT_ONLY: Final = frozenset(
+    {"string_content", "string_fragment", "escape_sequence", "string_start", "string_end"}
+)
+"""The parts of a string literal outside its interpolations: no names in them (a table of
+`\\u0041-\\u005a` ranges is thousands of escape sequences)."""
 _KEYWORDS: Final = frozenset(
     {"if", "elif", "while", "for", "return", "switch", "catch", "and", "or", "not", "in",
      "with", "assert", "yield", "await", "match", "case", "sizeof", "typeof", "def", "fn", "func"}
@@ -900,6 +905,8 @@ class _Walker:
             return
         syntax = self.syntax
         kind = node.type
+        if kind in _TEXT_ONLY:
+            return
         if (
             self.record
             and not spine
@@ -1220,6 +1227,18 @@ _TS_FIELD: Final = re.compile(r"[ \t]*[?!]?:[ \t]*([^;=,)\n]+)")
 _TS_NEW: Final = re.compile(r"[ \t]*=[ \t]*new[ \t]+([A-Za-z_$][\w$.]*)")
 _JAVA_FIELD_END: Final = re.compile(r"[ \t]*[;=]")
 _GO_RUST_FIELD: Final = re.compile(r"[ \t]*:?[ \t]+\*?&?([A-Za-z_][\w.:]*)")
+_NEXT_CHARS: Final[dict[re.Pattern[str], str]] = {
+    _PY_SELF_ASSIGNMENT: r"[ \t]*(?::|=(?!=))",
+    _ANNOTATION: r"[ \t]*:",
+    _TS_FIELD: r"[ \t]*[?!:]",
+    _TS_NEW: r"[ \t]*=",
+    _JAVA_FIELD_END: r"[ \t]*[;=]",
+    _GO_RUST_FIELD: r"[ \t:]",
+}
+"""What each pattern's match starts with: the lookahead of `_literal_then`, cheaper to
+compile than the whole pattern (0.1 against 0.3 ms a literal). Near enough that few
+occurrences it finds fail the pattern (`self.x == y` does not count as `self.x = y`):
+only the first _MAX_OCCURRENCES are read."""
 _MAX_OCCURRENCES: Final = 200
 _FIND_FIRST: Final = 16
 
@@ -1270,8 +1289,10 @@ def _match_after(
 
 @functools.lru_cache(maxsize=256)
 def _literal_then(literal: str, pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """`literal` where `pattern` follows it (a lookahead: the match is the literal)."""
-    return re.compile(f"{re.escape(literal)}(?=(?:{pattern.pattern}))", pattern.flags)
+    """`literal` where what `pattern` starts with follows it (a lookahead: the match is
+    the literal; `_match_after` then applies `pattern` itself)."""
+    follows = _NEXT_CHARS.get(pattern, pattern.pattern)
+    return re.compile(f"{re.escape(literal)}(?={follows})", pattern.flags)
 
 
 # --- imports ------------------------------------------------------------------------------------

@@ -209,6 +209,7 @@ def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hi
         for f, holding in pool.postings.get(term, ()):
             scored[f].update(holding)
     wanted = idf.keys()
+    k1_plus_one = K1 + 1
     scores: list[tuple[float, str, int, int, int]] = []
     for f, numbers in enumerate(scored):
         if not numbers:
@@ -224,7 +225,7 @@ def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hi
             score = 0.0
             for term in shared:
                 tf = counts[term]
-                score += idf[term] * tf * (K1 + 1) / (tf + norm)
+                score += idf[term] * tf * k1_plus_one / (tf + norm)
             scores.append((-score, path, chunk.start, f, number))
     hits: list[Hit] = []
     for negative, path, _, f, number in heapq.nsmallest(4 * limit, scores):

@@ -219,6 +219,29 @@ def test_imported_names_not_used_yet_rank_above_the_lines_above(
     assert unused > scores[("inventory/models.py", "")]  # and above its file's outline
 
 
+def test_imported_names_near_the_cursor_come_from_the_files_uses() -> None:
+    """`prepare` records where each imported name is used, so a build finds those used
+    near its line by bisection, as a scan of the lines above would; a name is used near
+    only outside import statements, even where the lines read start inside one."""
+    head = "from shapes import (\n    Circle,\n    Square,\n)\nfrom colours import Red, Blue\n"
+    body = "".join(f"def f{n}():\n    return Circle({n})\n\n" for n in range(400))
+    text = head + body + "def late():\n    return Blue(Square())\n\n" + body + "x = 1\n"
+    cursor = analyse(text, 0, "python")
+    named = frozenset(local for local, _ in server_context._named_imports(cursor.imports))
+    uses = server_context._Uses(text, *server_context._uses(text, named))
+    for line_start in (0, len(head), len(head) + 4000, text.index("def late"), len(text) - 6):
+        cursor = analyse(text, line_start, "python")
+        indexed = server_context._imported_names(text, cursor, line_start, uses)
+        assert indexed == server_context._imported_names(text, cursor, line_start, None)
+    imports = head + "import os\n"
+    filler = server_context.IMPORT_WINDOW_CHARS - (len(imports) - imports.index("Red"))
+    short = imports + "#" * (filler - 1) + "\n"  # the lines read start at "Red, Blue"
+    cursor = analyse(short, len(short), "python")
+    uses = server_context._Uses(short, *server_context._uses(short, named))
+    scores = dict(server_context._imported_names(short, cursor, len(short), uses))
+    assert scores == dict.fromkeys(["Circle", "Square", "Red", "Blue"], 150.0)
+
+
 def test_an_imported_name_follows_its_file_changed_after_it_was_memoised(
     tmp_path: Path,
 ) -> None:

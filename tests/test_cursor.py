@@ -143,8 +143,12 @@ def test_self_attribute_types_are_found_anywhere_in_the_file() -> None:
 def test_attribute_types_are_found_past_hundreds_of_uses() -> None:
     """A test file uses `self.client` hundreds of times before (or without) assigning it:
     past the first few uses a regex skips to those an assignment follows, with the same
-    answers (whole words only; a class-level annotation only at a line's start)."""
-    uses = "    def test_{0}(self):\n        self.client.get({0})\n        myself.client = No()\n"
+    answers (whole words only; a class-level annotation only at a line's start; `==` is
+    not an assignment, and hundreds of comparisons do not hide the assignment)."""
+    uses = (
+        "    def test_{0}(self):\n        self.client.get({0})\n        myself.client = No()\n"
+        "        assert self.client == Other()\n"
+    )
     text = "class T:\n" + "".join(uses.format(n) for n in range(150))
     assigned = text + "    def setUp(self):\n        self.client = Client(app)\n"
     assert attribute_type(assigned, "client", "python") == ("Client",)
