@@ -379,20 +379,20 @@ class _ImportedTarget:
 
 @dataclass(frozen=True, slots=True)
 class _Uses:
-    """Where the identifiers of a text are used outside import statements, so one pass
-    over a file answers `_imported_names` for every line of it: for each identifier the
-    end of the first line that uses it (those above a line end by its start), and for
-    each name the file imports, where each of its uses starts (those near a line are
-    within IMPORT_WINDOW_CHARS above it)."""
+    """Where the names a file imports are used outside import statements (where each use
+    starts, in order): one pass over a file answers `_imported_names` for every line of
+    it, by bisection."""
 
     text: str
-    ends: dict[str, int]
+    names: frozenset[str]
     starts: dict[str, list[int]]
 
-    def covers(self, text: str, line_start: int) -> bool:
-        """Whether `text` is the same as the indexed text above `line_start`."""
-        return self.text is text or (
-            len(self.text) >= line_start and self.text[:line_start] == text[:line_start]
+    def covers(self, text: str, line_start: int, names: frozenset[str]) -> bool:
+        """Whether these are the uses of `names` in `text` above `line_start`: the text
+        there is the same, and no name was imported since."""
+        return names <= self.names and (
+            self.text is text
+            or (len(self.text) >= line_start and self.text[:line_start] == text[:line_start])
         )
 
 
@@ -649,7 +649,7 @@ class ContextBuilder:
             return rendered
         cursor = analyse(text, 0, record.language)
         named = frozenset(local for local, _ in _named_imports(cursor.imports))
-        self._first_uses.put(file_path, _Uses(text, *_uses(text, named)))
+        self._first_uses.put(file_path, _Uses(text, named, _use_starts(text, named)))
         found = [
             self.imported_target(index, file_path, text, cursor, binding)
             for _, binding in _named_imports(cursor.imports)
@@ -1988,32 +1988,25 @@ def _imported_names(
     uses: _Uses | None = None,
 ) -> list[tuple[str, float]]:
     """The names the file imports, scored by whether the code before the cursor uses them
-    yet; module bindings (`import a.b`, `from . import mod`) are left to the related
-    files. In order of the import lines, so ties stay stable. `line_start` is the offset
-    of the cursor's line (found when not given); `uses`, the file's first uses as
-    `prepare` saw it, answers for the lines above where the text is still the same."""
+    yet, near its line or further up; module bindings (`import a.b`, `from . import mod`)
+    are left to the related files. In order of the import lines, so ties stay stable.
+    `line_start` is the offset of the cursor's line (found when not given); `uses`, the
+    uses `prepare` found, answers where the text above the line is still the same."""
     named = _named_imports(cursor.imports)
     if not named:
         return []
     if line_start is None:
         line_start = _offset_of_line(text, cursor.line)
+    names = frozenset(local for local, _ in named)
+    if uses is None or not uses.covers(text, line_start, names):
+        uses = _uses_above(text[:line_start], names)
     window_start = max(0, line_start - IMPORT_WINDOW_CHARS)
-    if uses is not None and uses.covers(text, line_start):
-        ends, starts = uses.ends, uses.starts
-        before = frozenset(n for n, _ in named if ends.get(n, line_start + 1) <= line_start)
-        near = frozenset(
-            n
-            for n, _ in named
-            if _used_between(starts.get(n, ()), len(n), window_start, line_start)
-        )
-    else:
-        before = _identifiers_before(text[:line_start])
-        near = _identifiers_before(text[window_start:line_start])
     scored = []
     for local, _ in named:
-        if local in near:
+        starts = uses.starts.get(local, ())
+        if _used_between(starts, len(local), window_start, line_start):
             scored.append((local, USED_IMPORT_SCORE))
-        elif local in before:
+        elif starts and starts[0] < line_start:
             scored.append((local, USED_EARLIER_IMPORT_SCORE))
         else:
             scored.append((local, UNUSED_IMPORT_SCORE))
@@ -2048,27 +2041,10 @@ def _named_imports(imports: Imports) -> list[tuple[str, Binding]]:
     return [(local, binding) for _, local, binding in named]
 
 
-_identifier_sets: _Lru[bytes, frozenset[str]] = _Lru(64)
-
-
-def _identifiers_before(text: str) -> frozenset[str]:
-    """The identifiers of `text` outside import statements; memoised by the text's hash,
-    since typing changes the cursor's line, not the lines above it."""
-    key = xxhash.xxh3_128_digest(text.encode("utf-8", "surrogatepass"))
-    found = _identifier_sets.get(key)
-    if found is None:
-        found = _identifier_sets.put(
-            key, frozenset(_IDENTIFIER.findall(_without_import_lines(text)))
-        )
-    return found
-
-
-def _uses(text: str, names: frozenset[str]) -> tuple[dict[str, int], dict[str, list[int]]]:
-    """For each identifier of `text` outside import statements, the end of the first line
-    that uses it: `_identifiers_before(text[:line_start])` are those ending by
-    `line_start`, with the same lines and statements (`_without_import_lines`); and for
-    each of `names`, where its uses start, in order."""
-    ends: dict[str, int] = {}
+def _use_starts(text: str, names: frozenset[str]) -> dict[str, list[int]]:
+    """Where each use of `names` in `text` starts, in order, outside import statements
+    (Python's, parenthesised ones included; the `import`/`from` lines of other
+    languages)."""
     starts: dict[str, list[int]] = {}
     offset, inside = 0, False
     for line in text.splitlines(keepends=True):
@@ -2079,12 +2055,22 @@ def _uses(text: str, names: frozenset[str]) -> tuple[dict[str, int], dict[str, l
             inside = "(" in line and ")" not in line
         else:
             for match in _IDENTIFIER.finditer(line):
-                name = match.group()
-                if name not in ends:
-                    ends[name] = offset
-                if name in names:
-                    starts.setdefault(name, []).append(line_start + match.start())
-    return ends, starts
+                if match.group() in names:
+                    starts.setdefault(match.group(), []).append(line_start + match.start())
+    return starts
+
+
+_uses_memo: _Lru[tuple[bytes, frozenset[str]], _Uses] = _Lru(64)
+
+
+def _uses_above(text: str, names: frozenset[str]) -> _Uses:
+    """`_Uses` of `text` (the lines above a cursor), memoised by its hash: typing changes
+    the cursor's line, not the lines above it."""
+    key = (xxhash.xxh3_128_digest(text.encode("utf-8", "surrogatepass")), names)
+    found = _uses_memo.get(key)
+    if found is None:
+        found = _uses_memo.put(key, _Uses(text, names, _use_starts(text, names)))
+    return found
 
 
 def _used_between(starts: Sequence[int], length: int, low: int, high: int) -> bool:
@@ -2101,26 +2087,6 @@ def _offset_of_line(text: str, line: int) -> int:
             return len(text)
         offset = found + 1
     return offset
-
-
-_IMPORT_LINE: Final = re.compile(r"^\s*(?:import|from) ", re.MULTILINE)
-
-
-def _without_import_lines(text: str) -> str:
-    """`text` less its import statements (Python's, parenthesised ones included; the
-    `import`/`from` lines of other languages)."""
-    if _IMPORT_LINE.search(text) is None:
-        return text  # most windows: one regex scan instead of a loop over the lines
-    kept, inside = [], False
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        if inside:
-            inside = ")" not in line
-        elif stripped.startswith(("import ", "from ")):
-            inside = "(" in line and ")" not in line
-        else:
-            kept.append(line)
-    return "\n".join(kept)
 
 
 def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:

@@ -221,23 +221,34 @@ def test_imported_names_not_used_yet_rank_above_the_lines_above(
 
 def test_imported_names_near_the_cursor_come_from_the_files_uses() -> None:
     """`prepare` records where each imported name is used, so a build finds those used
-    near its line by bisection, as a scan of the lines above would; a name is used near
-    only outside import statements, even where the lines read start inside one."""
+    near its line by bisection, as a scan of the lines above would (a name imported
+    since is looked for again); a name is used only outside import statements, even
+    where the lines read start inside one."""
     head = "from shapes import (\n    Circle,\n    Square,\n)\nfrom colours import Red, Blue\n"
     body = "".join(f"def f{n}():\n    return Circle({n})\n\n" for n in range(400))
     text = head + body + "def late():\n    return Blue(Square())\n\n" + body + "x = 1\n"
     cursor = analyse(text, 0, "python")
     named = frozenset(local for local, _ in server_context._named_imports(cursor.imports))
-    uses = server_context._Uses(text, *server_context._uses(text, named))
-    for line_start in (0, len(head), len(head) + 4000, text.index("def late"), len(text) - 6):
+    uses = server_context._Uses(text, named, server_context._use_starts(text, named))
+    late = text.index("def late") + len("def late():\n")
+    for line_start in (0, len(head), len(head) + 4000, late, len(text) - 6):
         cursor = analyse(text, line_start, "python")
         indexed = server_context._imported_names(text, cursor, line_start, uses)
         assert indexed == server_context._imported_names(text, cursor, line_start, None)
+    cursor = analyse(text, late, "python")
+    scores = dict(server_context._imported_names(text, cursor, late, uses))
+    assert scores == {"Circle": 50.0, "Square": 150.0, "Red": 150.0, "Blue": 150.0}
+    cursor = analyse(text, len(text) - 6, "python")
+    scores = dict(server_context._imported_names(text, cursor, len(text) - 6, uses))
+    assert scores == {"Circle": 50.0, "Square": 80.0, "Red": 150.0, "Blue": 80.0}
+    before_blue = named - {"Blue"}  # prepared before `Blue` was imported
+    older = server_context._Uses(text, before_blue, server_context._use_starts(text, before_blue))
+    assert dict(server_context._imported_names(text, cursor, len(text) - 6, older)) == scores
     imports = head + "import os\n"
     filler = server_context.IMPORT_WINDOW_CHARS - (len(imports) - imports.index("Red"))
     short = imports + "#" * (filler - 1) + "\n"  # the lines read start at "Red, Blue"
     cursor = analyse(short, len(short), "python")
-    uses = server_context._Uses(short, *server_context._uses(short, named))
+    uses = server_context._Uses(short, named, server_context._use_starts(short, named))
     scores = dict(server_context._imported_names(short, cursor, len(short), uses))
     assert scores == dict.fromkeys(["Circle", "Square", "Red", "Blue"], 150.0)
 
