@@ -459,6 +459,9 @@ class ContextBuilder:
         self._related: _Lru[tuple[str, int, int], list[str]] = _Lru(256)
         self._hops: _Lru[tuple[str, int, int], dict[str, int]] = _Lru(256)
         self._pools: _Lru[tuple[str, str | None], _SimilarPool] = _Lru(64)
+        self._chunk_texts: _Lru[tuple[str, str, int, int], str] = _Lru(cache_size)
+        """A chunk's text, the same `str` at each hit: what the budget memoises by text
+        (tokens, words, lines) is then found by its cached hash."""
         self._hits: _Lru[
             tuple[frozenset[str], tuple[tuple[str, str], ...]], list[similar_code.Hit]
         ] = _Lru(256)
@@ -643,7 +646,11 @@ class ContextBuilder:
             else language_for_name(posixpath.basename(file_path))
         )
         if self._similar_wanted:
-            self.similar_pool(file_path, language)  # and the chunk indexes it merges
+            # The pool and the chunk indexes it merges; and the lines of its files, which
+            # hits are cut from (fewer lines than chunk indexes are cached: a hit would
+            # read its file again).
+            for path in self.similar_pool(file_path, language).files:
+                self.file_lines(path)
         text = self._text_of(file_path) if record is not None else None
         if record is None or text is None:
             return rendered
@@ -754,12 +761,19 @@ class ContextBuilder:
             hits = self._hits.put(key, similar_code.search(dfs, pool.pool))
         snippets = []
         for hit in hits:
-            lines = self.file_lines(hit.path)
             record = index.records.get(hit.path)
-            if lines is None or record is None:
+            if record is None:
                 continue
             chunk = hit.chunk
-            body = "\n".join(lines[chunk.start : chunk.end]) + "\n"
+            where = (hit.path, record.digest, chunk.start, chunk.end)
+            body = self._chunk_texts.get(where)
+            if body is None:
+                lines = self.file_lines(hit.path)
+                if lines is None:
+                    continue
+                body = self._chunk_texts.put(
+                    where, "\n".join(lines[chunk.start : chunk.end]) + "\n"
+                )
             name = f"lines {chunk.start + 1}-{chunk.end}"
             snippets.append(
                 Snippet(hit.path, body, chunk.start, hit.score, name, record.language, True)
@@ -1698,7 +1712,8 @@ def _leaf_ends(text: str, language: str | None) -> dict[str, int] | None:
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
 
 
 _token_sets: _Lru[tuple[str, str | None], frozenset[str]] = _Lru(4096)
@@ -1741,7 +1756,9 @@ def _remember_head_tokens(whole: Snippet, head: Snippet) -> None:
 
 
 def _near_duplicate(a: Snippet, b: Snippet) -> bool:
-    shorter, longer = sorted((len(a.text), len(b.text)))
+    shorter, longer = len(a.text), len(b.text)
+    if shorter > longer:
+        shorter, longer = longer, shorter
     if longer and shorter / longer < DUPLICATE_JACCARD * 0.8:
         return False  # sizes this far apart cannot share 85% of their tokens
     if a.similar or b.similar:  # new chunks come with new queries: no parse for them

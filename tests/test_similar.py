@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cache.index import ProjectIndex
 from server.context import Budget, ContextBuilder, Snippet, build_context, estimate_tokens
@@ -13,6 +16,11 @@ from server.cursor import analyse
 from server.similar import (
     CHUNK_LINES,
     CHUNK_STRIDE,
+    K1,
+    MAX_SCORED,
+    MIN_SHARED_TERMS,
+    B,
+    ChunkIndex,
     chunk_index,
     frequencies,
     make_pool,
@@ -107,6 +115,65 @@ def test_overlapping_windows_of_a_file_are_not_both_returned() -> None:
     hits = search(frequencies(frozenset({"target_call", "special_arg"}), pool), pool)
     spans = sorted((h.chunk.start, h.chunk.end) for h in hits)
     assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+def reference_bm25(dfs: dict[str, int], files: list[tuple[str, ChunkIndex]]) -> list[tuple]:
+    """BM25 as the module documents it, a chunk at a time: (path, start, score) of the
+    chunks `search` may return, best first (ties: path, line), overlaps not dropped."""
+    chunks = [(path, c) for path, index in files for c in index.chunks]
+    if not chunks:
+        return []
+    average = (sum(c.length for _, c in chunks) / len(chunks)) or 1.0
+    rarest = sorted(dfs, key=lambda t: (dfs[t], t))
+    scored_terms, total = set(), 0
+    for term in rarest:
+        if total and total + dfs[term] > MAX_SCORED:
+            break
+        total += dfs[term]
+        scored_terms.add(term)
+    ranked = []
+    for path, c in chunks:
+        shared = c.terms.keys() & dfs.keys()
+        if len(shared) < MIN_SHARED_TERMS or not shared & scored_terms:
+            continue
+        norm = K1 * (1 - B + B * c.length / average)
+        score = sum(
+            math.log(1 + (len(chunks) - dfs[t] + 0.5) / (dfs[t] + 0.5))
+            * c.terms[t]
+            * (K1 + 1)
+            / (c.terms[t] + norm)
+            for t in shared
+        )
+        ranked.append((-score, path, c.start))
+    return [(path, start, -negative) for negative, path, start in sorted(ranked)]
+
+
+WORDS = ["alpha_x", "beta_y", "gamma_z", "delta_w", "eps_v", "zeta_u", "eta_t"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    files=st.lists(
+        st.lists(st.lists(st.sampled_from(WORDS), max_size=4).map(" + ".join), max_size=40),
+        min_size=1,
+        max_size=4,
+    ),
+    query=st.sets(st.sampled_from(WORDS), min_size=1),
+)
+def test_search_ranks_as_bm25_a_chunk_at_a_time(files: list[list[str]], query: set[str]) -> None:
+    """The pool's arrays score as the formula does chunk by chunk: the same chunks, in the
+    same order, with the same scores."""
+    indexed = [(f"f{n}.py", chunk_index(lines)) for n, lines in enumerate(files)]
+    pool = make_pool(indexed)
+    dfs = frequencies(frozenset(query), pool)
+    expected = reference_bm25(dfs, indexed)
+    hits = search(dfs, pool, limit=len(expected) or 1)
+    scores = {(path, start): score for path, start, score in expected}
+    kept = [(h.path, h.chunk.start) for h in hits]
+    assert kept == [(path, start) for path, start, _ in expected if (path, start) in kept]
+    assert all(h.score == pytest.approx(scores[h.path, h.chunk.start]) for h in hits)
+    if expected:
+        assert (hits[0].path, hits[0].chunk.start) == expected[0][:2]
 
 
 # --- in the context -----------------------------------------------------------------------------
