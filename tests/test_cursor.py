@@ -197,6 +197,25 @@ def test_a_window_of_very_long_lines_is_kept_to_its_character_cap() -> None:
     assert info.callee == ("store", "get")
 
 
+def test_a_window_does_not_start_inside_a_docstring() -> None:
+    """Where the window's first line would be prose in a docstring, it starts after the
+    docstring: prose parsed as code took error recovery milliseconds, and cost the
+    analysis the names and types below it."""
+    prose = "".join(
+        f"    Paragraph {n} of the story, with no code in it at all.\n" for n in range(120)
+    )
+    body = "".join(f"    step_{n} = Step({n})\n" for n in range(30))
+    text = (
+        'import store\n\n\ndef long(repo: Repo):\n    """Summary.\n\n' + prose + '    """\n'
+        "    found = store.Finder(repo)\n" + body + "    found.|"
+    )
+    info = at_bar(text)
+    after_docstring = text.split("\n").index('    """')  # the docstring's last line
+    assert info.window_start_line == after_docstring + 1
+    assert info.types["found"] == ("store", "Finder", "()")
+    assert info.target == ("found",)
+
+
 TS_APP = """import { Warehouse as WH, Item } from "./models";
 import * as util from "../util";
 import Default from "./d";
