@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, cast
 
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Point, Tree
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
 from cache.outline import named_child
@@ -392,6 +392,13 @@ class _Declared(threading.local):
     def __init__(self) -> None:
         self.by_statement: dict[
             tuple[int, str, bytes], tuple[tuple[str, tuple[str, ...]], ...]
+        ] = {}
+        self.walked: dict[
+            tuple[int, str, bytes, Point, int, bool],
+            tuple[
+                tuple[tuple[str, tuple[str, ...]], ...],
+                tuple[tuple[int, int, int, tuple[str, ...]], ...],
+            ],
         ] = {}
 
 
@@ -916,28 +923,33 @@ class _Walker:
             yield Reference(chain, tier, row + row_offset)
 
     def _visit(self, node: Node, spine: bool) -> None:
-        start_row = node.start_point[0]
-        if start_row > self.cursor_row or node.end_point[0] < self.types_from:
+        start = node.start_point
+        start_row = start[0]
+        if start_row > self.cursor_row:
+            return
+        end_row = node.end_point[0]
+        if end_row < self.types_from:
             return
         syntax = self.syntax
         kind = node.type
+        recorded = self.record and not spine and start_row >= self.names_from
+        if kind in syntax.identifiers:  # a leaf: nothing below it, nothing it declares
+            text = node.text
+            if recorded and text:
+                self._record((text.decode("utf-8", "replace"),), start)
+            return
         if kind in _TEXT_ONLY:
             return
-        if (
-            self.record
-            and not spine
-            and start_row >= self.names_from
-            and (kind in syntax.members or kind in syntax.calls or kind in syntax.identifiers)
-        ):
+        if recorded and (kind in syntax.members or kind in syntax.calls):
             chain = self._chain(node)
             if chain:
-                self._record(chain, node)
+                self._record(chain, start)
         declares = _DECLARATIONS.get(kind)
         if declares is not None:
             for name, value in declares(self, node):
                 if value:
                     self.types[name] = value
-        if (kind in _OPAQUE or declares is not None) and node.end_point[0] < self.names_from:
+        if (kind in _OPAQUE or declares is not None) and end_row < self.names_from:
             return  # above the names only declarations matter, and none nest in these
         member = syntax.members.get(kind)
         called = syntax.calls.get(kind)
@@ -949,14 +961,15 @@ class _Walker:
             for child in node.named_children:
                 if skip is not None and child == skip:
                     continue
-                if (
-                    statements
-                    and child.end_point[0] < self.names_from
-                    and child.start_point[0] >= self.types_from
-                ):
-                    self._declarations_of(child)
-                else:
-                    self._visit(child, spine=False)
+                if statements and child.start_point[0] >= self.types_from:
+                    child_end = child.end_point[0]
+                    if child_end < self.names_from:
+                        self._declarations_of(child)
+                        continue
+                    if child_end < self.statement_row:
+                        self._walked_above(child)
+                        continue
+                self._visit(child, spine=False)
             return
         spine_nodes = [node.child_by_field_name(f) for f in spine_fields]
         for child in node.named_children:
@@ -981,14 +994,44 @@ class _Walker:
             memo[key] = declared
         self.types.update(declared)
 
-    def _record(self, chain: tuple[str, ...], node: Node) -> None:
+    def _walked_above(self, statement: Node) -> None:
+        """`_visit` of a statement between the first line whose names are read and the
+        cursor's statement, memoised by its text and place: while typing, those lines
+        stay the same and only the cursor's statement changes."""
+        start = statement.start_point
+        key = (
+            id(self.syntax),
+            statement.type,
+            statement.text or b"",
+            start,
+            self.names_from,
+            self.record,
+        )
+        memo = _declared.walked
+        walked = memo.get(key)
+        if walked is None:
+            types, self.types = self.types, {}
+            found, self._found = self._found, []
+            try:
+                self._visit(statement, spine=False)
+                walked = (tuple(self.types.items()), tuple(self._found))
+            finally:
+                self.types, self._found = types, found
+            if len(memo) >= _DECLARED_MEMO_SIZE:
+                memo.clear()
+            memo[key] = walked
+        self.types.update(walked[0])
+        self._found.extend(walked[1])
+
+    def _record(self, chain: tuple[str, ...], start: Point) -> None:
+        """`chain`, found at `start` (row, column), as a reference."""
         while chain and chain[-1] == CALL:
             chain = chain[:-1]
         if not chain or (len(chain) == 1 and chain[0] in self.syntax.selves):
             return
-        row = node.start_point[0]
+        row = start[0]
         tier = Tier.STATEMENT if row >= self.statement_row else Tier.ABOVE
-        self._found.append((tier, row, node.start_point[1], chain))
+        self._found.append((tier, row, start[1], chain))
 
     def _chain(self, node: Node) -> tuple[str, ...] | None:
         """The dotted parts of a name, member access or call; None for anything else."""

@@ -331,8 +331,9 @@ def test_local_types_far_above_come_from_a_memo_of_their_statements() -> None:
 
 def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
     """The window is re-parsed incrementally from the previous keystroke's (and from
-    another file's in between), and the local types of the statements above the names
-    come from a memo; every answer equals that of a parse and a walk from scratch."""
+    another file's in between), the local types of the statements above the names and
+    the names of those between them and the cursor's statement come from memos; every
+    answer equals that of a parse and a walk from scratch."""
     import server.cursor as cursor
 
     typed = "        self.store.save(item, n=n, label=os.path.join('a', util.x))\n"
@@ -343,6 +344,9 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
         if length % 7 == 0:
             analyse(other, len(other), "python")  # a hover in another file
         incremental = analyse(text, len(text), "python")
+        walked = len(cursor._declared.walked)
         cursor._windows.last.clear()
         cursor._declared.by_statement.clear()
+        cursor._declared.walked.clear()
         assert analyse(text, len(text), "python") == incremental, typed[:length]
+        assert walked > 0  # the lines between the names' first and the cursor's
