@@ -25,6 +25,7 @@ Offsets are `str` indices; tree-sitter's byte offsets stay inside this module.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -465,7 +466,7 @@ def analyse(text: str, offset: int, language: str | None, *, names: bool = True)
     target, partial, after_dot = chain_before(text, offset, language)
     callee = _callee(text, offset - len(partial), language) if names else ()
     syntax = _SYNTAX.get(language) if language else None
-    imports = file_imports(text, language) if syntax is not None else Imports({})
+    imports = file_imports(text, language, offset) if syntax is not None else Imports({})
     if syntax is None or language is None:
         references = _typed_references(target, partial, after_dot, callee, row, "")
         return CursorInfo(
@@ -1359,14 +1360,33 @@ def _literal_then(literal: str, pattern: re.Pattern[str]) -> re.Pattern[str]:
 _IMPORTS_MEMO_SIZE: Final = 4096
 _imports_memo: OrderedDict[tuple[str, str], tuple[tuple[str, Binding], ...]] = OrderedDict()
 _imports_lock = threading.Lock()
-_last_imports: dict[str, tuple[str, str, Imports]] = {}
-"""Per language, the last file's text, that text up to its last import statement, and
-its imports: the same text (another cursor in it), or a keystroke below that point with
-no import keyword further down, reuses them after a `str` comparison or two scans."""
 
 
-def file_imports(text: str, language: str | None) -> Imports:
-    """Every import statement of the file, as local name -> binding.
+@dataclass(frozen=True, slots=True)
+class _FileImports:
+    """A file's imports as `file_imports` last found them, and what tells whether an
+    edit of the text can have changed them."""
+
+    text: str
+    head: str
+    """The text up to its last import statement."""
+    spans: tuple[tuple[int, int], ...]
+    """Where the import statements are, in order."""
+    open: bool
+    """Whether a statement is unfinished (an open parenthesis, a trailing backslash): a
+    line typed below it, keyword or not, may finish it."""
+    imports: Imports
+
+
+_last_imports: dict[str, _FileImports] = {}
+"""Per language, the last file's imports: the same text (another cursor in it), a
+keystroke below its last import statement with no import keyword further down, or one
+that changes a line of no import statement (`near`), reuses them."""
+
+
+def file_imports(text: str, language: str | None, near: int | None = None) -> Imports:
+    """Every import statement of the file, as local name -> binding. `near`, where the
+    text was just edited (the cursor), lets a keystroke reuse the last answer.
 
     A regex finds the statements (cheap); each statement's text is parsed once with
     tree-sitter and memoised, so a keystroke re-parses only a statement being edited."""
@@ -1374,19 +1394,29 @@ def file_imports(text: str, language: str | None) -> Imports:
     if syntax is None or syntax.import_pattern is None or language is None:
         return Imports({})
     last = _last_imports.get(language)
-    if last is not None:  # the previous file, as it was or edited below its last import?
-        whole, head, previous = last
-        if text is whole or text == whole:
-            return previous
-        if text.startswith(head) and all(
-            text.find(keyword, max(0, len(head) - len(keyword))) < 0
-            for keyword in syntax.import_keywords
+    if last is not None:  # the previous file, as it was or edited away from its imports?
+        if text is last.text or text == last.text:
+            return last.imports
+        head = last.head
+        if (
+            text.startswith(head)
+            and (not head or text.startswith("\n", len(head)))  # its last line not extended
+            and all(
+                text.find(keyword, max(0, len(head) - len(keyword))) < 0
+                for keyword in syntax.import_keywords
+            )
         ):
-            return previous
+            return last.imports
+        if near is not None and not last.open:
+            edited = _line_edited(last, text, near, syntax.import_keywords)
+            if edited is not None:
+                _last_imports[language] = edited
+                return edited.imports
     bindings: dict[str, Binding] = {}
     star: list[str] = []
     line, counted, end = 0, 0, 0
-    for match in _import_statements(text, syntax):
+    matches = _import_statements(text, syntax)
+    for match in matches:
         end = match.end()
         statement = match.group()
         key = (language, statement.strip())
@@ -1408,8 +1438,42 @@ def file_imports(text: str, language: str | None) -> Imports:
             else:
                 bindings[local] = Binding(binding.module, binding.name, line)
     imports = Imports(bindings, tuple(star))
-    _last_imports[language] = (text, text[:end], imports)
+    spans = tuple((m.start(), m.end()) for m in matches)
+    unfinished = any(_unfinished(m.group()) for m in matches)
+    _last_imports[language] = _FileImports(text, text[:end], spans, unfinished, imports)
     return imports
+
+
+def _unfinished(statement: str) -> bool:
+    return statement.count("(") > statement.count(")") or statement.rstrip().endswith("\\")
+
+
+def _line_edited(
+    last: _FileImports, text: str, near: int, keywords: tuple[str, ...]
+) -> _FileImports | None:
+    """`last` for `text`, when `text` differs from `last.text` only inside the line at
+    `near` (no line added or removed) and that line is no part of an import statement,
+    before or after, and holds no import keyword; else None."""
+    old = last.text
+    start = text.rfind("\n", 0, near) + 1
+    end = text.find("\n", near)
+    end = len(text) if end < 0 else end
+    old_end = end - (len(text) - len(old))
+    if not start <= old_end <= len(old) or "\n" in old[start:old_end]:
+        return None
+    if not (text[:start] == old[:start] and text[end:] == old[old_end:]):
+        return None
+    if any(k in text[start:end] or k in old[start:old_end] for k in keywords):
+        return None
+    first_after = bisect.bisect_left(last.spans, (old_end, 0))
+    if first_after and last.spans[first_after - 1][1] >= start:
+        return None  # inside a statement (a parenthesised one's names)
+    shift = len(text) - len(old)
+    spans = last.spans[:first_after] + tuple(
+        (a + shift, b + shift) for a, b in last.spans[first_after:]
+    )
+    head = text[: spans[-1][1]] if spans else ""
+    return _FileImports(text, head, spans, last.open, last.imports)
 
 
 def import_statement_matches(text: str, language: str | None) -> list[re.Match[str]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from server.cursor import (
     CALL,
     WINDOW_MAX_CHARS,
@@ -305,6 +307,59 @@ def test_languages_without_a_grammar_still_get_the_text_parts() -> None:
     assert info.scopes == () and info.imports.bindings == {}
     info = analyse("x.y", 3, None)
     assert info.target == ("x",)
+
+
+IMPORTING = """from shapes import (
+    Circle,
+|)
+from colours import Red
+import os
+
+
+def draw(canvas):
+    \"\"\"Draws; see `import this` for the Zen.\"\"\"
+    canvas.paint(Red)
+|
+    return canvas
+"""
+
+
+@pytest.mark.parametrize(
+    ("typed", "reread"),
+    [
+        ("    x = Circle(1).area()", False),  # code: the imports stay
+        ("    import json", True),  # a keyword
+        ("    Square,", True),  # inside a parenthesised import
+        ("    Square)", True),  # in an unfinished import (its ")" taken away): finishes it
+    ],
+)
+def test_imports_follow_every_keystroke(
+    typed: str, reread: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keystroke in a line of no import statement, with no import keyword, in a file
+    with no unfinished import, reuses the last imports; any other edit reads them again.
+    Either way each answer is that of a fresh read."""
+    import server.cursor as cursor
+
+    unfinished = typed == "    Square)"
+    template = IMPORTING.replace("|)", "|", 1) if unfinished else IMPORTING
+    first, second = (i for i, c in enumerate(template) if c == "|")
+    place = first if typed.startswith("    Square") else second - 1
+    source = template.replace("|", "")
+    reads = []
+    scan = cursor._import_statements
+    monkeypatch.setattr(cursor, "_import_statements", lambda *a: reads.append(a) or scan(*a))
+    file_imports(source, "python")
+    fresh = 0
+    for length in range(1, len(typed) + 1):
+        text = source[:place] + typed[:length] + source[place:]
+        answer = file_imports(text, "python", place + length)
+        cursor._last_imports.clear()
+        assert answer == file_imports(text, "python"), typed[:length]
+        fresh += 1
+    assert (len(reads) - 1 - fresh > 0) == reread
+    if unfinished:
+        assert "Square" in answer.bindings
 
 
 def test_local_types_far_above_come_from_a_memo_of_their_statements() -> None:
