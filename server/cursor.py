@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, cast
 
+import xxhash
 from tree_sitter import Language, Node, Parser, Point, Tree
 from tree_sitter_language_pack import SupportedLanguage, get_language
 
@@ -833,17 +834,42 @@ def _python_scopes(
             if not stripped.startswith(_PY_CLAUSES):
                 level = indent
     if level > 0 and position > 0:
-        for header_at, indent, kind, name in _python_headers_above(text, position):
-            if indent < level:
-                header_end = text.find("\n", header_at)
-                header = text[header_at : len(text) if header_end < 0 else header_end].strip()
-                number = row - text.count("\n", header_at, line_start)
-                scopes.append(Scope(kind, name, header, number))
-                level = indent
-                if level == 0:
-                    break
+        for header_at, kind, name, header in _enclosing_headers(text, position, level):
+            number = row - text.count("\n", header_at, line_start)
+            scopes.append(Scope(kind, name, header, number))
     scopes.reverse()
     return scopes, function_at
+
+
+def _enclosing_headers(text: str, end: int, level: int) -> tuple[tuple[int, str, str, str], ...]:
+    """The `def` and `class` headers above `end` that enclose a line indented by `level`,
+    nearest first: (offset, kind, name, header line). Memoised by the text above `end`:
+    while typing it stays the same, and in a test class of hundreds of methods the
+    search passes every method's header on the way to the class's."""
+    key = (xxhash.xxh3_128_digest(text[:end].encode("utf-8", "surrogatepass")), level)
+    with _headers_lock:
+        known = _headers.get(key)
+    if known is not None:
+        return known
+    found = []
+    for header_at, indent, kind, name in _python_headers_above(text, end):
+        if indent < level:
+            header_end = text.find("\n", header_at)
+            header = text[header_at : len(text) if header_end < 0 else header_end].strip()
+            found.append((header_at, kind, name, header))
+            level = indent
+            if level == 0:
+                break
+    with _headers_lock:
+        _headers[key] = tuple(found)
+        if len(_headers) > _HEADERS_MEMO_SIZE:
+            del _headers[next(iter(_headers))]
+    return tuple(found)
+
+
+_HEADERS_MEMO_SIZE: Final = 256
+_headers: dict[tuple[bytes, int], tuple[tuple[int, str, str, str], ...]] = {}
+_headers_lock = threading.Lock()
 
 
 def _block_level_above(text: str, line_start: int) -> int:
