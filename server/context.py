@@ -377,6 +377,20 @@ class _ImportedTarget:
     file may import dozens of names, each read through ~20 files of re-exports)."""
 
 
+@dataclass(slots=True)
+class _ImportTargets:
+    """Where each name a file imports is defined, as `ContextBuilder.imported_target`
+    found it, while the file's imports (the same `Imports`), its dependencies and the
+    index stay the same: checked once a build, not once a name (a test file imports
+    dozens of names, and every build ranks them all)."""
+
+    imports: Imports
+    generation: tuple[int, int]
+    deps: frozenset[str]
+    edits: int
+    targets: dict[str, Target | None] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class _Uses:
     """Where the names a file imports are used outside import statements (where each use
@@ -449,6 +463,7 @@ class ContextBuilder:
         """Re-exported name -> (where it is defined, that file's digest then)."""
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
         self._first_uses: _Lru[str, _Uses] = _Lru(64)
+        self._import_targets: _Lru[str, _ImportTargets] = _Lru(64)
         self._chunks: _Lru[tuple[str, str], similar_code.ChunkIndex] = _Lru(cache_size)
         self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
             _Lru(256)
@@ -697,6 +712,26 @@ class ContextBuilder:
         request = _Request(self, index, file_path, text, cursor)
         request.warming = True
         return request
+
+    def import_targets(
+        self, index: ProjectIndex, file_path: str, imports: Imports
+    ) -> _ImportTargets:
+        """The memo of where `file_path`'s imported names are defined, kept while its
+        imports, its dependencies and the index are as they were (`_ImportTargets`)."""
+        generation = (id(index.records), len(index.records))
+        deps = index.graph.imports(file_path)
+        known = self._import_targets.get(file_path)
+        if (
+            known is not None
+            and known.imports is imports
+            and known.generation == generation
+            and known.edits == index.edits
+            and (known.deps is deps or known.deps == deps)
+        ):
+            return known
+        return self._import_targets.put(
+            file_path, _ImportTargets(imports, generation, deps, index.edits)
+        )
 
     def imported_target(
         self, index: ProjectIndex, file_path: str, text: str, cursor: CursorInfo, binding: Binding
@@ -1043,6 +1078,7 @@ class _Request:
         self._recency: dict[str, int] | None = None
         self._attribute_types: dict[str, tuple[str, ...]] = {}
         self._imported: dict[tuple[str, tuple[str, ...]], Target | None] = {}
+        self._import_targets: _ImportTargets | None = None
         self._lookups = 0
         self.read: dict[str, str | None] | None = None
         """When a dict: every file whose definitions were looked at, with its digest."""
@@ -1109,9 +1145,17 @@ class _Request:
             or (local_type and local_type[0] != local)
         ):
             return self.targets(Reference((local,), Tier.ABOVE, self.cursor.line))
-        found = self.builder.imported_target(
-            self.index, self.file_path, self.text, self.cursor, binding
-        )
+        if self._import_targets is None:
+            self._import_targets = self.builder.import_targets(
+                self.index, self.file_path, self.cursor.imports
+            )
+        known = self._import_targets.targets
+        if local in known:
+            found = known[local]
+        else:
+            found = known[local] = self.builder.imported_target(
+                self.index, self.file_path, self.text, self.cursor, binding
+            )
         return [found] if found is not None else []
 
     def resolve(self, chain: tuple[str, ...], depth: int) -> Target | None:

@@ -278,6 +278,35 @@ def test_an_imported_name_follows_its_file_changed_after_it_was_memoised(
     index.close()
 
 
+def test_imported_names_are_looked_up_once_while_the_imports_hold(tmp_path: Path) -> None:
+    """The builds of one file share where its imported names are defined, checked once a
+    build; another import of the name, or an edit to the index, looks them up again."""
+    files = {
+        "app/main.py": "from lib.tools import Wrench\n\nx = 1\n",
+        "lib/tools.py": "class Wrench:\n    size: int\n",
+        "lib/other.py": "class Wrench:\n    weight: int\n",
+    }
+    index = indexed(tmp_path, files)
+    builder = ContextBuilder(index)
+
+    def wrench_from(text: str) -> list[str]:
+        cursor = analyse(text, len(text), "python")
+        found = builder.candidates("app/main.py", text, cursor, 8)
+        return [s.path for s in found if "class Wrench" in s.text]
+
+    text = files["app/main.py"]
+    assert wrench_from(text) == ["lib/tools.py"]
+    memo = builder._import_targets.get("app/main.py")
+    assert memo is not None and "Wrench" in memo.targets
+    assert wrench_from(text + "y = 2\n") == ["lib/tools.py"]
+    assert builder._import_targets.get("app/main.py") is memo  # the same imports
+    moved = text.replace("lib.tools", "lib.other")
+    index.update_file("app/main.py", moved.encode(), persist=False)
+    assert wrench_from(moved) == ["lib/other.py"]
+    assert builder._import_targets.get("app/main.py") is not memo
+    index.close()
+
+
 def indexed(tmp_path: Path, files: dict[str, str]) -> ProjectIndex:
     """A project of `files` (path -> text) under tmp_path, indexed."""
     for path, text in files.items():
