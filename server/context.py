@@ -291,11 +291,15 @@ class _Lru(Generic[K, V]):
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
+        """No lock: each `OrderedDict` call is atomic, and a key evicted between the two
+        by another thread's `put` is simply not moved (a build makes ~100 lookups)."""
+        value = self._items.get(key)
+        if value is not None:
+            try:  # noqa: SIM105 (a `with suppress` costs more than the lookup)
                 self._items.move_to_end(key)
-            return value
+            except KeyError:
+                pass
+        return value
 
     def put(self, key: K, value: V) -> V:
         with self._lock:
@@ -1805,9 +1809,24 @@ def _near_duplicate(a: Snippet, b: Snippet) -> bool:
         shorter, longer = longer, shorter
     if longer and shorter / longer < DUPLICATE_JACCARD * 0.8:
         return False  # sizes this far apart cannot share 85% of their tokens
-    if a.similar or b.similar:  # new chunks come with new queries: no parse for them
-        return jaccard(_words_of(a), _words_of(b)) >= DUPLICATE_JACCARD
-    return jaccard(_tokens_of(a), _tokens_of(b)) >= DUPLICATE_JACCARD
+    words = a.similar or b.similar  # new chunks come with new queries: no parse for them
+    key = (a.text, a.language, b.text, b.language, words)
+    known = _duplicates.get(key)
+    if known is None:
+        if words:
+            known = jaccard(_words_of(a), _words_of(b)) >= DUPLICATE_JACCARD
+        else:
+            known = jaccard(_tokens_of(a), _tokens_of(b)) >= DUPLICATE_JACCARD
+        if len(_duplicates) >= _DUPLICATES_SIZE:
+            _duplicates.clear()
+        _duplicates[key] = known
+    return known
+
+
+_DUPLICATES_SIZE: Final = 16384
+_duplicates: dict[tuple[str, str | None, str, str | None, bool], bool] = {}
+"""Pairs of snippet texts compared: the same candidates meet at every build in a file
+(a dict, not an `_Lru`: a lookup is most of what a comparison costs)."""
 
 
 def _words_of(snippet: Snippet) -> frozenset[str]:
@@ -1860,7 +1879,7 @@ def build_context(
     statements of what it lost (`file_path`'s, in `language`) take up to
     `budget.head_cap` of its room.
     Snippets come back in render order."""
-    overhead = overhead or default_overhead(count)
+    overhead = _per_path(overhead or default_overhead(count))
     available = budget.available
     window = _window_lines(prefix, suffix, budget)
     ranked = sorted(candidates, key=lambda s: (-s.score, s.path, s.start_line, s.name))
@@ -1912,6 +1931,20 @@ def build_context(
         tokens=used + suffix_tokens + prefix_tokens,
         cursor=cursor,
     )
+
+
+def _per_path(overhead: Overhead) -> Overhead:
+    """`overhead`, once per path: the budget asks for a snippet's at least twice, and
+    many snippets share a path."""
+    known: dict[str, int] = {}
+
+    def once(path: str) -> int:
+        cost = known.get(path)
+        if cost is None:
+            cost = known[path] = overhead(path)
+        return cost
+
+    return once
 
 
 HEAD_SCAN_CHARS: Final = 24_000
