@@ -730,12 +730,12 @@ def _matching_open(text: str, close: int, limit: int) -> int | None:
 
 
 def _callee(text: str, offset: int, language: str | None) -> tuple[str, ...]:
-    """The chain called by the innermost argument list still open at `offset`."""
+    """The chain called by the innermost argument list still open at `offset`: the
+    brackets (and blank lines) of the CALL_SCAN_CHARS before it, read backwards."""
     depth = 0
-    position = offset - 1
-    limit = max(0, offset - CALL_SCAN_CHARS)
-    while position >= limit:
-        char = text[position]
+    marks = list(_CALL_MARKS.finditer(text, max(0, offset - CALL_SCAN_CHARS), offset))
+    for mark in reversed(marks):
+        char, position = mark.group(), mark.start()
         if char in ")]":
             depth += 1
         elif char == "[":
@@ -747,12 +747,14 @@ def _callee(text: str, offset: int, language: str | None) -> tuple[str, ...]:
                 chain, name, _ = chain_before(text, position, language)
                 return (*chain, name) if name and name not in _KEYWORDS else ()
             depth -= 1
-        elif char in ";{}" and depth == 0:
-            return ()
-        elif char == "\n" and text.startswith("\n", position - 1):
+        elif char == "\n":
             return ()  # a blank line: a new paragraph of code
-        position -= 1
+        elif depth == 0:  # ; { }
+            return ()
     return ()
+
+
+_CALL_MARKS: Final = re.compile(r"[()\[\];{}]|(?<=\n)\n")
 
 
 def _locate(
