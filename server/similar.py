@@ -164,7 +164,7 @@ def query_terms(text: str, end: int, lines: int = QUERY_LINES) -> frozenset[str]
         if start <= 0:
             start = 0
             break
-    word_start = end  # of the word `end` may be in (`\\w`: alphanumerics and "_")
+    word_start = end  # of the word `end` may be in (as regex `\w`: alphanumerics, "_")
     while word_start > start and (text[word_start - 1].isalnum() or text[word_start - 1] == "_"):
         word_start -= 1
     head = text[start:word_start]
@@ -176,7 +176,7 @@ class Pool:
     """The files searched together, their postings merged once per version of the pool
     into arrays sorted by term (one slice per term) that hold each posting's BM25 weight
     but for the idf: a query then sums a few slices in numpy, not a Python loop over the
-    chunks it scores (3-4 times faster, and no chunk's dictionary is touched)."""
+    chunks it scores (about 3 times faster, and no chunk's dictionary is touched)."""
 
     files: tuple[tuple[str, ChunkIndex], ...]
     terms: dict[str, int]
