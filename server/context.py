@@ -466,7 +466,7 @@ class ContextBuilder:
         ] = _Lru(cache_size)
         """Re-exported name -> (where it is defined, that file's digest then)."""
         self._imported: _Lru[tuple[str, str | None, str, str], _ImportedTarget] = _Lru(cache_size)
-        self._first_uses: _Lru[str, _Uses] = _Lru(64)
+        self._uses: _Lru[str, _Uses] = _Lru(64)
         self._import_targets: _Lru[str, _ImportTargets] = _Lru(64)
         self._chunks: _Lru[tuple[str, str], similar_code.ChunkIndex] = _Lru(cache_size)
         self._similar_files: _Lru[tuple[int, int, str, str | None, frozenset[str]], list[str]] = (
@@ -621,7 +621,7 @@ class ContextBuilder:
             directness = _DIRECTNESS.get(reference.tier, 1)
             for target in request.targets(reference):
                 self._add(found, request, target, directness * 100 - min(rank, 90) * 0.01)
-        uses = self._first_uses.get(file_path)
+        uses = self._uses.get(file_path)
         for local, score in _imported_names(text, cursor, line_start, uses):
             for target in request.imported(local):
                 self._add(found, request, target, score)
@@ -675,7 +675,7 @@ class ContextBuilder:
             return rendered
         cursor = analyse(text, 0, record.language)
         named = frozenset(local for local, _ in _named_imports(cursor.imports))
-        self._first_uses.put(file_path, _Uses(text, named, _use_starts(text, named)))
+        self._uses.put(file_path, _Uses(text, named, _use_starts(text, named)))
         found = [
             self.imported_target(index, file_path, text, cursor, binding)
             for _, binding in _named_imports(cursor.imports)
