@@ -674,11 +674,11 @@ class ContextBuilder:
         if record is None or text is None:
             return rendered
         cursor = analyse(text, 0, record.language)
-        named = frozenset(local for local, _ in _named_imports(cursor.imports))
-        self._uses.put(file_path, _Uses(text, named, _use_starts(text, named)))
+        named = _named_imports(cursor.imports)
+        names = frozenset(local for local, _ in named)
+        self._uses.put(file_path, _Uses(text, names, _use_starts(text, names)))
         found = [
-            self.imported_target(index, file_path, text, cursor, binding)
-            for _, binding in _named_imports(cursor.imports)
+            self.imported_target(index, file_path, text, cursor, binding) for _, binding in named
         ]
         for chain in _imported_chains(text, cursor.imports):  # `models.CharField`, ...
             found.append(self._warming(index, file_path, text, cursor).resolve(chain, 0))
