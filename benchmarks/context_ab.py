@@ -99,7 +99,8 @@ def digest(context: Any) -> str:
 
 
 def worker(root: Path, workspace: Path, samples: int, sessions: int) -> None:
-    """Run one build per line read from stdin; print its kind, wall and CPU ms."""
+    """Run one build per line read from stdin; print its kind, wall and CPU ms, and the
+    `digest` of its context."""
     steps = builds(root, workspace, samples, sessions)
     print("ready", flush=True)
     for kind, build in steps:
