@@ -8,7 +8,6 @@ closed at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -368,39 +367,78 @@ def resume_policy(settings: BackendSettings) -> ResumePolicy:
 
 
 class LatestOnly:
-    """Runs at most one job per key: a newer job cancels the older one's work."""
+    """Runs at most one job per key: a newer job cancels the older one's work.
 
-    def __init__(self) -> None:
+    A caller that is cancelled ($/cancelRequest) is answered at once, without waiting for
+    its job. The job is cancelled behind it, and cancelled again every `retry_s` seconds
+    until it ends, with a warning that says where it waits: a library that swallows a
+    CancelledError must neither hold the editor's reply nor keep a model stream open.
+    """
+
+    def __init__(self, retry_s: float = 1.0) -> None:
+        self.retry_s = retry_s
         self._running: dict[str, asyncio.Task[Any]] = {}
+        self._stopping: dict[asyncio.Task[Any], asyncio.Task[None]] = {}
 
     async def run(self, key: str, job: Awaitable[T]) -> T | None:
         """The job's result, or None if a newer job for the same key superseded it."""
-        older = self._running.get(key)
-        if older is not None and not older.done():
-            older.cancel()
+        self.cancel(key)
         task: asyncio.Task[T] = asyncio.ensure_future(job)
         self._running[key] = task
         try:
-            return await task
+            await asyncio.wait({task})  # unlike `await task`, our own cancel ends this at once
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # our own caller was cancelled ($/cancelRequest): propagate
-            return None
+            self._stop(task)
+            raise
         finally:
             if self._running.get(key) is task:
                 del self._running[key]
+        return None if task.cancelled() else task.result()
 
     def cancel(self, key: str) -> None:
         """Cancel the job running for `key`, as a newer one would."""
         older = self._running.get(key)
-        if older is not None and not older.done():
-            older.cancel()
+        if older is not None:
+            self._stop(older)
 
-    async def cancel_all(self) -> None:
-        tasks = list(self._running.values())
-        for task in tasks:
+    async def cancel_all(self, wait_s: float = 5.0) -> None:
+        """Cancel every job, and wait up to `wait_s` for them to end (at shutdown)."""
+        for task in list(self._running.values()):
+            self._stop(task)
+        if self._stopping:
+            await asyncio.wait(set(self._stopping.values()), timeout=wait_s)
+
+    def _stop(self, task: asyncio.Task[Any]) -> None:
+        if task.done() or task in self._stopping:
+            return
+        task.cancel()
+        stopper = asyncio.ensure_future(self._cancel_until_done(task))
+        self._stopping[task] = stopper
+        stopper.add_done_callback(lambda _: self._stopping.pop(task, None))
+
+    async def _cancel_until_done(self, task: asyncio.Task[Any]) -> None:
+        started = time.perf_counter()
+        while not (await asyncio.wait({task}, timeout=self.retry_s))[0]:
+            log.warning(
+                "a cancelled completion is still running %.1f s later; cancelling it again. "
+                "It waits in: %s",
+                time.perf_counter() - started,
+                awaiting(task),
+            )
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+
+
+def awaiting(task: asyncio.Task[Any]) -> str:
+    """Where a task waits: its coroutine, then each one it awaits, as far as Python shows
+    the chain (an async generator's step hides what it awaits), then the future itself."""
+    frames = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+        if frame is None:
+            frames.append(type(awaited).__name__)
+            break
+        frames.append(f"{frame.f_code.co_qualname} ({frame.f_code.co_filename}:{frame.f_lineno})")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+    waiter = getattr(task, "_fut_waiter", None)
+    return " -> ".join(frames) + (f" -> {waiter!r}" if waiter is not None else "")

@@ -9,6 +9,7 @@ chunk. Here an HTTP layer that swallows the cancellation stands in for the culpr
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import httpx
@@ -16,7 +17,7 @@ import pytest
 from fake_openai import FakeBackend
 
 from server.backend import CompletionBackend
-from server.complete import Completer, CursorContext
+from server.complete import Completer, CursorContext, LatestOnly
 from server.config import BackendSettings, CompletionSettings
 
 LINES = "".join(f"total_{n} = compute(items, {n})\n" for n in range(60))
@@ -87,3 +88,68 @@ async def test_a_cancel_lost_below_the_completer_still_stops_the_stream(
         assert stream.swallowed == 1  # the CancelledError itself never reached the completer
     finally:
         await backend.aclose()
+
+
+class StubbornJob:
+    """A job that swallows the first CancelledError and hides it from `cancelling()`, as
+    a library's own cancel scope can: only a second cancel ends it."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.task: asyncio.Task[object] | None = None
+        self.swallowed = 0
+
+    async def run(self) -> str:
+        self.task = asyncio.current_task()
+        self.started.set()
+        while True:
+            try:
+                await asyncio.sleep(30)
+                return "finished"
+            except asyncio.CancelledError:
+                if self.swallowed:
+                    raise
+                self.swallowed += 1
+                self.task.uncancel()  # type: ignore[union-attr]
+
+
+async def test_a_cancelled_caller_is_answered_at_once_and_its_job_cancelled_until_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    latest = LatestOnly(retry_s=0.1)
+    job = StubbornJob()
+    caller = asyncio.create_task(latest.run("a.py", job.run()))
+    await asyncio.wait_for(job.started.wait(), 5)
+
+    with caplog.at_level(logging.WARNING, logger="server.complete"):
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(caller, 1.0)  # the job alone would take 30 s
+        assert job.task is not None
+        await asyncio.wait_for(asyncio.wait({job.task}), 2.0)
+
+    assert job.task.cancelled() and job.swallowed == 1
+    (warning,) = [r.getMessage() for r in caplog.records if "still running" in r.getMessage()]
+    assert "StubbornJob.run" in warning and "sleep" in warning  # where it waited
+
+
+async def test_a_newer_job_supersedes_the_older_for_the_same_key_only() -> None:
+    latest = LatestOnly()
+    release = asyncio.Event()
+
+    async def job(answer: str) -> str:
+        await release.wait()
+        return answer
+
+    older = asyncio.create_task(latest.run("a.py", job("old")))
+    other = asyncio.create_task(latest.run("b.py", job("other")))
+    await asyncio.sleep(0.01)
+    newer = asyncio.create_task(latest.run("a.py", job("new")))
+    await asyncio.sleep(0.01)
+    release.set()
+
+    assert await asyncio.wait_for(asyncio.gather(older, other, newer), 2) == [
+        None,
+        "other",
+        "new",
+    ]
