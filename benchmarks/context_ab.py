@@ -62,18 +62,30 @@ def builds(
     rng = random.Random(1)
     queue = FileQueue(index)
     builder = ContextBuilder(index, texts=queue.texts, recent=queue.recent)
+    trees = open_trees()
     done = 0
     for path, text in sampled_files(index.root, files, rng):
         if done >= samples:
             break
         queue.activate(path)
         builder.prepare(path)
+        if trees is not None:
+            trees.forget("open")
+            trees.tree("open", text, "python")  # as the server parses a document it opens
         for _ in range(10):
             offset = rng.randrange(len(text) + 1)
             done += 1
+            if trees is None:
+                yield (
+                    "random",
+                    lambda p=path, t=text, o=offset: builder.build(p, t, o, "python", budget),
+                )
+                continue
             yield (
                 "random",
-                lambda p=path, t=text, o=offset: builder.build(p, t, o, "python", budget),
+                lambda p=path, t=text, o=offset, d=trees: builder.build(
+                    p, t, o, "python", budget, tree=d.current("open", t, "python")
+                ),
             )
     for seed in range(1, sessions + 1):
         path, text, start, end = bench.pick_function(index, files, seed)
@@ -90,6 +102,16 @@ def builds(
                     p, c, o, "python", budget
                 ),
             )
+
+
+def open_trees() -> Any:
+    """The checkout's `DocumentTrees`, where its builds read the open document's tree
+    (the server passes it on since it parses documents as they open); else None."""
+    try:
+        from server.trees import DocumentTrees
+    except ImportError:
+        return None
+    return DocumentTrees() if hasattr(DocumentTrees, "current") else None
 
 
 def digest(context: Any) -> str:

@@ -16,6 +16,8 @@ from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tree_sitter import Tree
+
 from server.backend import (
     BackendError,
     CompletionBackend,
@@ -58,6 +60,8 @@ class CursorContext:
     repo_name: str
     language: str | None = None
     builder: ContextBuilder = NO_PROJECT
+    tree: Tree | None = None
+    """The whole document's tree of `text`, where the server holds one for it."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,7 @@ def build_context(
         budget_for(settings, prompting, ctx),
         counter.count_lines,
         overhead,
+        ctx.tree,
     )
 
 

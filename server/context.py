@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
 import xxhash
+from tree_sitter import Tree
 
 from cache.index import ProjectIndex
 from cache.languages import language_for_name
@@ -496,11 +497,14 @@ class ContextBuilder:
         budget: Budget | None = None,
         count: Count = estimate_tokens,
         overhead: Overhead | None = None,
+        tree: Tree | None = None,
     ) -> Context:
         """The context for the cursor at `offset` (a `str` index) of `text`, the current
-        content of `file_path` (as the index names it: relative, forward slashes)."""
+        content of `file_path` (as the index names it: relative, forward slashes).
+        `tree`, the whole file's tree of `text` where the caller holds one, spares the
+        cursor analysis its parse (`server.cursor.analyse`)."""
         budget = budget or Budget()
-        cursor = analyse(text, offset, language)
+        cursor = analyse(text, offset, language, tree=tree)
         line_start = max(0, min(offset, len(text))) - len(cursor.line_prefix)
         candidates = self.candidates(
             file_path, text, cursor, limit=2 * budget.max_snippets, line_start=line_start

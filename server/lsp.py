@@ -267,14 +267,30 @@ class HeadstartServer(LanguageServer):
                 repo_name=roots[0].name if roots else "workspace",
                 language=language,
             )
+        language = language or language_for(PurePosixPath(place.relative))
         return CursorContext(
             text=document.source,
             offset=offset,
             file_path=place.relative,
             repo_name=place.root.path.name,
-            language=language or language_for(PurePosixPath(place.relative)),
+            language=language,
             builder=place.root.builder,
+            tree=self.trees.current(document.uri, document.source, language),
         )
+
+    def parse_opened(self, uri: str) -> None:
+        """Parse a document as it opens, beside the cache queue's preparing: until its first
+        edit, a completion anywhere in it reads this tree instead of parsing its window
+        (`DocumentTrees.current`); semantic tokens and code actions keep it current."""
+        document = self.workspace.text_documents.get(unquote(uri))
+        if document is None or self._unsuitable(document):
+            return
+        path = uri_to_path(uri)
+        language = from_language_id(document.language_id or "")
+        if language is None and path is not None:
+            language = language_for(PurePosixPath(path.name))
+        if language is not None:
+            self.trees.tree(document.uri, document.source, language)
 
     def _unsuitable(self, document: TextDocument) -> bool:
         """Huge or binary documents get no completions, with one log line each."""
@@ -507,6 +523,7 @@ def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> No
     path = uri_to_path(params.text_document.uri)
     if path is not None:
         ls.sync.opened(path, params.text_document.text)
+    ls.parse_opened(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

@@ -25,6 +25,7 @@ class _Parsed:
     language: str
     source: bytes
     tree: Tree
+    text: str
 
 
 class DocumentTrees:
@@ -51,13 +52,23 @@ class DocumentTrees:
             if old is not None and old.language != language:
                 old = None
             if old is not None and old.source == source:
+                old.text = text
                 return old.tree
             if old is not None:
                 tree = reparse(parser, old.source, old.tree, source)
             else:
                 tree = parser.parse(source)
-            self._parsed[uri] = _Parsed(language, source, tree)
+            self._parsed[uri] = _Parsed(language, source, tree, text)
             return tree
+
+    def current(self, uri: str, text: str, language: str | None) -> Tree | None:
+        """The tree of `text` if it is the one held, else None: never parses, so a
+        completion request can take it when it is there (the document is unchanged since
+        semantic tokens, a code action or its opening parsed it) at the cost of a lookup."""
+        old = self._parsed.get(uri)
+        if old is None or old.language != language:
+            return None
+        return old.tree if old.text is text or old.text == text else None
 
     def forget(self, uri: str) -> None:
         self._parsed.pop(uri, None)

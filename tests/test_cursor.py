@@ -13,6 +13,7 @@ from server.cursor import (
     attribute_type,
     chain_before,
     file_imports,
+    parser_for,
     type_chain,
 )
 from server.cursor import _windows as _windows
@@ -127,6 +128,31 @@ def test_words_in_comments_and_strings_are_not_names() -> None:
     info = at_bar('def f():\n    """Check lin|\n')  # not closed yet
     assert info.in_prose == "string"
     assert not any(r.tier >= Tier.TYPED for r in info.references)
+
+
+def test_a_cursor_in_a_docstring_reads_its_words_as_prose_not_names() -> None:
+    """A window that would start inside a docstring starts at the cursor's line; that
+    line's words were then read as names (`param`, `the`, ...) and looked up as
+    definitions. The cursor is in a string, with no names to read."""
+    prose = "".join(f"    :param arg_{n}: the argument number {n}.\n" for n in range(30))
+    text = 'def f(repo):\n    """Summary.\n\n' + prose + '    :param re|po: the repo.\n    """\n'
+    info = at_bar(text)
+    assert info.in_prose == "string"
+    assert {r.chain for r in info.references} <= {("re",)}  # the typed word alone
+
+
+def test_a_multi_line_signature_is_the_cursors_statement() -> None:
+    """The parameters above the cursor in a `def`'s signature are names of the cursor's
+    statement, as they are while the `def` is unfinished and its window's parse cut it
+    (a scope's body is never the statement; its header is)."""
+    text = (
+        "class C:\n    def run(\n        self,\n        repo: Repo,\n"
+        "        store: Store,\n        lim|it: int,\n    ) -> None:\n        pass\n"
+    )
+    info = at_bar(text)
+    tiers = {r.chain: r.tier for r in info.references}
+    assert tiers[("Repo",)] == tiers[("Store",)] == Tier.STATEMENT
+    assert tiers[("lim",)] == Tier.TYPED
 
 
 def test_self_attribute_types_are_found_anywhere_in_the_file() -> None:
@@ -405,3 +431,37 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
         cursor._declared.walked.clear()
         assert analyse(text, len(text), "python") == incremental, typed[:length]
         assert walked > 0  # the lines between the names' first and the cursor's
+
+
+def test_the_whole_files_tree_analyses_as_its_window_does() -> None:
+    """With the document's tree (the server's, from its opening), the analysis walks the
+    same lines without parsing them: the same scopes, names and local types, here for
+    every cursor of a file, away from where a window's cut changes the parse."""
+    import server.cursor as cursor
+
+    text = PY_SERVICE.replace("|", "") + "\n\ndef helper(x: WH) -> None:\n    y = x.run()\n"
+    tree = parser_for("python").parse(text.encode())
+    differ = []
+    for offset in range(0, len(text), 3):
+        cursor._declared.by_statement.clear()
+        cursor._declared.walked.clear()
+        window = analyse(text, offset, "python")
+        whole = analyse(text, offset, "python", tree=tree)
+        if whole != window:
+            differ.append(offset)
+    assert len(differ) <= len(text) // 3 // 20, differ  # a cut statement or two at most
+    info = analyse(text, text.index("x.add(") + 2, "python", tree=tree)
+    assert info.types["x"] == ("WH", "()") and info.types["item"] == ("Item",)
+    assert info.target == ("x",)
+
+
+def test_the_whole_files_tree_skips_the_statements_above_the_window() -> None:
+    """In a long module the walk starts at the window's first line: the statements
+    above it are neither names nor local types of the cursor."""
+    above = "".join(f"far_{n} = Far{n}()\n" for n in range(400))
+    text = above + "def f(store: Store):\n    near = Near()\n    near.\n"
+    tree = parser_for("python").parse(text.encode())
+    info = analyse(text, len(text) - 1, "python", tree=tree)
+    assert info.types == {"store": ("Store",), "near": ("Near", "()")}
+    assert all(not r.chain[0].startswith(("far", "Far")) for r in info.references)
+    assert info == analyse(text, len(text) - 1, "python")

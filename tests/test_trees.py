@@ -65,3 +65,18 @@ def test_a_tree_is_reused_only_for_a_nearby_text() -> None:
     assert str(parser.parse(typed, edited).root_node) == str(parser.parse(typed).root_node)
     elsewhere = b"class K:\n    x: int = 0\n" * 30
     assert nearby_tree(old, tree, elsewhere) is None
+
+
+def test_the_current_tree_is_handed_out_only_for_the_text_it_was_parsed_from() -> None:
+    """`current` never parses: a completion request takes the tree when the document is
+    as it was parsed, and analyses its window itself after an edit."""
+    trees = DocumentTrees()
+    assert trees.current("file:///a.py", SOURCE, "python") is None
+    tree = trees.tree("file:///a.py", SOURCE, "python")
+    assert trees.current("file:///a.py", SOURCE, "python") is tree
+    assert trees.current("file:///a.py", "".join(SOURCE), "python") is tree  # equal, not same
+    assert trees.current("file:///a.py", SOURCE + "x", "python") is None
+    assert trees.current("file:///a.py", SOURCE, "typescript") is None
+    assert trees.current("file:///b.py", SOURCE, "python") is None
+    trees.forget("file:///a.py")
+    assert trees.current("file:///a.py", SOURCE, "python") is None
