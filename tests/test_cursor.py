@@ -465,3 +465,24 @@ def test_the_whole_files_tree_skips_the_statements_above_the_window() -> None:
     assert info.types == {"store": ("Store",), "near": ("Near", "()")}
     assert all(not r.chain[0].startswith(("far", "Far")) for r in info.references)
     assert info == analyse(text, len(text) - 1, "python")
+
+
+@pytest.mark.parametrize("whole_tree", [False, True])
+def test_async_methods_far_below_their_class_are_scoped_in_it(whole_tree: bool) -> None:
+    """An `async def` is indented like any method: its header was read as top-level, so a
+    cursor in a method past WINDOW_ABOVE lines of the class's other async methods was
+    scoped in the method above it instead of the class."""
+    methods = "".join(f"    async def step_{n}(self):\n" + "        pass\n" * 30 for n in range(5))
+    text = (
+        "class Pipeline(Base):\n"
+        + methods
+        + "    async  def last(self):\n"
+        + ("        x = 1\n" * 120)
+        + "        self.|\n"
+    )
+    offset = text.index("|")
+    text = text.replace("|", "")
+    tree = parser_for("python").parse(text.encode()) if whole_tree else None
+    info = analyse(text, offset, "python", tree=tree)
+    assert [(s.kind, s.name) for s in info.scopes] == [("class", "Pipeline"), ("function", "last")]
+    assert info.bases == (("Base",),)
