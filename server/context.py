@@ -97,6 +97,7 @@ from server.cursor import (
     analyse,
     attribute_type,
     parse,
+    parser_for,
     type_chain,
 )
 
@@ -1742,15 +1743,19 @@ def _top_level_lines(definition: Definition, language: str | None) -> list[str]:
 def leaf_tokens(text: str, language: str | None) -> frozenset[str]:
     """The set of the texts of the tree-sitter leaves of `text` (words for no grammar)."""
     ends = _leaf_ends(text, language)
-    return frozenset(re.findall(r"\w+|[^\w\s]", text) if ends is None else ends)
+    return frozenset(_WORD_OR_MARK.findall(text) if ends is None else ends)
 
 
 def _leaf_ends(text: str, language: str | None) -> dict[str, int] | None:
     """Each distinct leaf text of `text`'s tree-sitter tree, with where (in bytes) its
-    first occurrence ends; None without a grammar."""
-    root = parse(text.encode("utf-8", "surrogatepass"), language) if language else None
-    if root is None:
+    first occurrence ends; None without a grammar. A parse that runs past
+    LEAF_PARSE_BUDGET_S a KB gives way to words and punctuation (`_word_ends`)."""
+    if not language or parser_for(language) is None:
         return None
+    source = text.encode("utf-8", "surrogatepass")
+    root = parse(source, language, LEAF_PARSE_BUDGET_S * max(1.0, len(source) / 1024))
+    if root is None:
+        return _word_ends(text, len(source) == len(text))
     tokens: dict[str, int] = {}
     walker = root.walk()
     descending = True
@@ -1767,6 +1772,27 @@ def _leaf_ends(text: str, language: str | None) -> dict[str, int] | None:
             break
         descending = False
     return tokens
+
+
+LEAF_PARSE_BUDGET_S: Final = 0.0005
+"""Most a snippet's parse for its tokens may take per KB (at least this): code parses at
+~0.25 ms a KB here, but outlines keep the first line of a long assignment
+(`theLogPublisher = LogPublisher(`), and the unclosed bracket sends the parser into error
+recovery: 1.4 KB took 2-3 ms, in a few builds of a thousand."""
+
+
+def _word_ends(text: str, ascii_only: bool) -> dict[str, int]:
+    """The tokens `leaf_tokens` makes without a grammar, with where (in bytes) each first
+    occurrence ends, as `_leaf_ends` gives leaves."""
+    ends: dict[str, int] = {}
+    for match in _WORD_OR_MARK.finditer(text):
+        if match.group() not in ends:
+            end = match.end()
+            ends[match.group()] = end if ascii_only else len(text[:end].encode("utf-8", "replace"))
+    return ends
+
+
+_WORD_OR_MARK: Final = re.compile(r"\w+|[^\w\s]")
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -824,3 +824,17 @@ def test_go_constructor_result_resolves_to_the_struct_and_its_methods(
 def test_go_aliased_package_import(go_index: ProjectIndex) -> None:
     top = best(go_index, "cmd/main.go", "go", "s := store.NewStore()\n", "\tu.Verify(|\n")
     assert top.path == "util/util.go" and "func Verify(path string) bool" in top.text
+
+
+def test_a_snippet_slow_to_parse_is_compared_by_its_words() -> None:
+    """An outline keeps the first line of a long assignment (`x = Publisher(`); the
+    unclosed bracket sends tree-sitter into error recovery that cost builds milliseconds.
+    Past LEAF_PARSE_BUDGET_S its tokens are its words and punctuation, still compared."""
+    stubs = "".join(f"def handler_{n}(event) -> None:\n    ...\n" for n in range(400))
+    broken = "publisher = Publisher(\n" + stubs
+    ends = server_context._leaf_ends(broken, "python")
+    assert ends is not None and "->" not in ends and ends["-"] < ends[">"]  # words, marks
+    assert leaf_tokens(broken, "python") == frozenset(ends)
+    assert jaccard(leaf_tokens(broken, "python"), leaf_tokens(broken + "\n", "python")) == 1.0
+    clean = "def handler(event) -> None:\n    return None\n"
+    assert "->" in server_context._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
