@@ -1360,15 +1360,9 @@ def attribute_type(text: str, attribute: str, language: str | None) -> tuple[str
     anything else: a leading `\b` makes the regex engine try every position."""
     if language == "python":
         for match in _after(text, f"self.{attribute}", _PY_SELF_ASSIGNMENT):
-            if match.group(1):
-                return type_chain(match.group(1))
-            value = match.group(2).strip()
-            called = re.match(r"([A-Za-z_][\w.]*)[ \t]*\(", value)
-            if called:
-                return tuple(called.group(1).split("."))
-            if re.fullmatch(r"[A-Za-z_]\w*", value):
-                for parameter in _after(text, value, _ANNOTATION):
-                    return type_chain(parameter.group(1))
+            assigned = _assigned_type(text, match)
+            if assigned is not None:
+                return assigned
         for field in _after(text, attribute, _ANNOTATION, line_start=True):
             return type_chain(field.group(1))
         return ()
@@ -1396,6 +1390,46 @@ def attribute_type(text: str, attribute: str, language: str | None) -> tuple[str
     return ()
 
 
+def _assigned_type(text: str, match: re.Match[str]) -> tuple[str, ...] | None:
+    """The type a `self.x = ...` / `self.x: T = ...` assignment (a `_PY_SELF_ASSIGNMENT`
+    match) gives `x`; None when it says nothing and a later one may."""
+    if match.group(1):
+        return type_chain(match.group(1))
+    value = match.group(2).strip()
+    called = re.match(r"([A-Za-z_][\w.]*)[ \t]*\(", value)
+    if called:
+        return tuple(called.group(1).split("."))
+    if re.fullmatch(r"[A-Za-z_]\w*", value):
+        for parameter in _after(text, value, _ANNOTATION):
+            return type_chain(parameter.group(1))
+    return None
+
+
+def python_attribute_types(text: str) -> dict[str, tuple[str, ...]]:
+    """`attribute_type` of every attribute a Python file declares, found in one pass over
+    its `self.` assignments and one over its lines: a test file asks for `self.x` at
+    every cursor, and each search cost up to 2 ms in 200 KB. Attributes it leaves out
+    have no type."""
+    found: dict[str, tuple[str, ...]] = {}
+    for site in _PY_SELF_SITE.finditer(text):
+        start, attribute = site.start(), site.group(1)
+        if attribute in found or (start and text[start - 1] in _IDENT_CHARS):
+            continue
+        match = _PY_SELF_ASSIGNMENT.match(text, site.end())
+        declared = _assigned_type(text, match) if match is not None else None
+        if declared is not None:
+            found[attribute] = declared
+    for line in _PY_LINE_NAME.finditer("\n" + text):  # its positions are one past text's
+        name = line.group(1)
+        if name not in found:
+            annotation = _ANNOTATION.match(text, line.end() - 1)
+            if annotation is not None:
+                found[name] = type_chain(annotation.group(1))
+    return found
+
+
+_PY_SELF_SITE: Final = re.compile(r"self\.(\w+)")
+_PY_LINE_NAME: Final = re.compile(r"\n[ \t]*([A-Za-z_]\w*)(?=[ \t]*:)")
 _PY_SELF_ASSIGNMENT: Final = re.compile(r"[ \t]*(?::[ \t]*([^=\n]+?))?[ \t]*=(?!=)[ \t]*([^\n]+)")
 _ANNOTATION: Final = re.compile(r"[ \t]*:[ \t]*([^,)=\n]+)")
 _TS_FIELD: Final = re.compile(r"[ \t]*[?!]?:[ \t]*([^;=,)\n]+)")

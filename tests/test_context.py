@@ -425,7 +425,10 @@ def test_related_files_follow_an_edited_import(tmp_path: Path) -> None:
     index.close()
 
 
-SERVICE_WORDS = ["StockItem", "Repo", "Warehouse", "util", "x", "(", ")", " ", "    ", "#"]
+SERVICE_WORDS = [
+    *("StockItem", "Repo", "Warehouse", "util", "x", "(", ")", " ", "    ", "#"),
+    *("self.repo.", "self.cache = Warehouse()", "self.cache."),
+]
 FAR = "#" * 9000
 """Pushes what is above it out of the window where an import counts as used nearby."""
 service_lines = st.lists(
@@ -456,6 +459,28 @@ def test_prepare_changes_no_choice(py_index: ProjectIndex, body: str) -> None:
         for prepared in (as_it_is, as_on_disk):
             ahead = prepared.candidates(SERVICE, text, cursor, 64, line_start=start)
             assert [(s.path, s.name, s.score) for s in ahead] == expected
+
+
+def test_the_first_build_after_prepare_chooses_as_an_unprepared_builder(
+    py_index: ProjectIndex,
+) -> None:
+    """`prepare` rehearses a build and forgets its choice, and looks up the attributes
+    the file assigns to `self` ahead: the builds that follow choose as they would alone."""
+    text, _ = service(py_index, "        self.repo.|\n        self.cache = Warehouse()\n")
+    prepared = ContextBuilder(py_index, texts={SERVICE: text})
+    prepared.prepare(SERVICE)
+    assert prepared.attribute_types(text) == {"repo": ("Repo",), "cache": ("Warehouse",)}
+    assert prepared.attribute_types(text + " ") is None  # an edit: searched as before
+    assert prepared.shown_in_context(SERVICE, SERVICE, "") is None  # the rehearsal forgotten
+    for start in [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]:
+        first = ContextBuilder(py_index).build(SERVICE, text, start, "python")
+        ahead = prepared.build(SERVICE, text, start, "python")
+        assert (ahead.prefix, ahead.suffix, ahead.snippets) == (
+            first.prefix,
+            first.suffix,
+            first.snippets,
+        )
+        prepared.forget(SERVICE)
 
 
 def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:

@@ -14,6 +14,7 @@ from server.cursor import (
     chain_before,
     file_imports,
     parser_for,
+    python_attribute_types,
     type_chain,
 )
 from server.cursor import _windows as _windows
@@ -166,6 +167,27 @@ def test_self_attribute_types_are_found_anywhere_in_the_file() -> None:
     assert attribute_type(text, "cache", "python") == ("Cache",)
     assert attribute_type(text, "n", "python") == ()
     assert attribute_type(text, "missing", "python") == ()
+
+
+def test_every_attribute_type_of_a_file_at_once_equals_each_alone() -> None:
+    """`python_attribute_types` (one pass, for a prepared file) answers as
+    `attribute_type` does for each attribute: the first assignment that says a type, a
+    parameter's annotation for a plain name, else a line-start annotation."""
+    text = (
+        "class A(Base):\n    cache: Cache\n    limit: int = 3\n\n"
+        "    def __init__(self, repo: Repo, store, n):\n"
+        "        self.count = 0\n        self.count = Counter()\n"
+        "        self.repo = repo\n        self.store = store\n        self.stores = store\n"
+        "        self.stores: list[Store] = []\n        self.n = n\n"
+        "        self.cache.get(1)\n        myself.other = Other()\n"
+        "        self.assertEqual(1, 1)\n"
+    )
+    names = ["count", "repo", "store", "stores", "cache", "limit", "n", "other", "assertEqual"]
+    together = python_attribute_types(text)
+    for name in names:
+        assert together.get(name, ()) == attribute_type(text, name, "python"), name
+    assert together["count"] == ("Counter",) and together["repo"] == ("Repo",)
+    assert "other" not in together and "store" not in together
 
 
 def test_attribute_types_are_found_past_hundreds_of_uses() -> None:
