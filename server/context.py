@@ -1833,6 +1833,15 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return shared / (len(a) + len(b) - shared)
 
 
+def _similar_sets(a: frozenset[str], b: frozenset[str]) -> bool:
+    """jaccard(a, b) >= DUPLICATE_JACCARD, without the intersection when the sizes alone
+    rule it out (the share is at most the smaller size over the larger)."""
+    small, large = sorted((len(a), len(b)))
+    if large and small < DUPLICATE_JACCARD * large:
+        return False
+    return jaccard(a, b) >= DUPLICATE_JACCARD
+
+
 _token_sets: _Lru[tuple[str, str | None], frozenset[str]] = _Lru(4096)
 _line_sets: _Lru[str, frozenset[str]] = _Lru(4096)
 _first_ends: _Lru[tuple[str, str | None], dict[str, int]] = _Lru(2048)
@@ -1883,9 +1892,9 @@ def _near_duplicate(a: Snippet, b: Snippet) -> bool:
     known = _duplicates.get(key)
     if known is None:
         if words:
-            known = jaccard(_words_of(a), _words_of(b)) >= DUPLICATE_JACCARD
+            known = _similar_sets(_words_of(a), _words_of(b))
         else:
-            known = jaccard(_tokens_of(a), _tokens_of(b)) >= DUPLICATE_JACCARD
+            known = _similar_sets(_tokens_of(a), _tokens_of(b))
         if len(_duplicates) >= _DUPLICATES_SIZE:
             _duplicates.clear()
         _duplicates[key] = known

@@ -16,6 +16,7 @@ from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
 from server.context import (
+    DUPLICATE_JACCARD,
     Budget,
     Context,
     ContextBuilder,
@@ -863,3 +864,14 @@ def test_a_snippet_slow_to_parse_is_compared_by_its_words() -> None:
     assert jaccard(leaf_tokens(broken, "python"), leaf_tokens(broken + "\n", "python")) == 1.0
     clean = "def handler(event) -> None:\n    return None\n"
     assert "->" in server_context._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
+
+
+@given(
+    a=st.frozensets(st.integers(0, 40).map(str), max_size=40),
+    b=st.frozensets(st.integers(0, 40).map(str), max_size=40),
+)
+def test_the_size_bound_never_changes_a_near_duplicate_answer(
+    a: frozenset[str], b: frozenset[str]
+) -> None:
+    """Sizes alone rule a pair out only where the Jaccard index could not reach 0.85."""
+    assert server_context._similar_sets(a, b) == (jaccard(a, b) >= DUPLICATE_JACCARD)
