@@ -392,9 +392,7 @@ _windows = _Windows()
 
 class _Declared(threading.local):
     def __init__(self) -> None:
-        self.by_statement: dict[
-            tuple[int, str, int], tuple[tuple[str, tuple[str, ...]], ...]
-        ] = {}
+        self.by_statement: dict[tuple[int, str, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
         self.walked: dict[
             tuple[int, str, int, Point, int, bool],
             tuple[
