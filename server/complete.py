@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from tree_sitter import Tree
 
@@ -371,6 +371,10 @@ def resume_policy(settings: BackendSettings) -> ResumePolicy:
     )
 
 
+MAX_CANCELS: Final = 30
+"""How often `LatestOnly` cancels a job again (a second apart) before it gives up on it."""
+
+
 class LatestOnly:
     """Runs at most one job per key: a newer job cancels the older one's work.
 
@@ -423,7 +427,9 @@ class LatestOnly:
 
     async def _cancel_until_done(self, task: asyncio.Task[Any]) -> None:
         started = time.perf_counter()
-        while not (await asyncio.wait({task}, timeout=self.retry_s))[0]:
+        for _ in range(MAX_CANCELS):
+            if (await asyncio.wait({task}, timeout=self.retry_s))[0]:
+                return
             log.warning(
                 "a cancelled completion is still running %.1f s later; cancelling it again. "
                 "It waits in: %s",
@@ -431,6 +437,7 @@ class LatestOnly:
                 awaiting(task),
             )
             task.cancel()
+        log.error("a cancelled completion ignored %d cancels; left running", MAX_CANCELS)
 
 
 def awaiting(task: asyncio.Task[Any]) -> str:

@@ -17,7 +17,7 @@ import pytest
 from fake_openai import FakeBackend
 
 from server.backend import CompletionBackend
-from server.complete import Completer, CursorContext, LatestOnly
+from server.complete import MAX_CANCELS, Completer, CursorContext, LatestOnly
 from server.config import BackendSettings, CompletionSettings
 
 LINES = "".join(f"total_{n} = compute(items, {n})\n" for n in range(60))
@@ -153,3 +153,38 @@ async def test_a_newer_job_supersedes_the_older_for_the_same_key_only() -> None:
         "other",
         "new",
     ]
+
+
+async def test_a_job_that_ignores_every_cancel_is_left_with_an_error_not_retried_forever(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    latest = LatestOnly(retry_s=0.01)
+    release = asyncio.Event()
+    cancels = 0
+    jobs: list[asyncio.Task[object]] = []
+
+    async def deaf() -> str:
+        nonlocal cancels
+        jobs.append(asyncio.current_task())  # type: ignore[arg-type]
+        while not release.is_set():
+            try:
+                await asyncio.sleep(0.005)
+            except asyncio.CancelledError:
+                cancels += 1
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        return "done"
+
+    caller = asyncio.create_task(latest.run("a.py", deaf()))
+    await asyncio.sleep(0.01)
+    with caplog.at_level(logging.WARNING, logger="server.complete"):
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        for _ in range(200):
+            if not latest._stopping:
+                break
+            await asyncio.sleep(0.01)
+    assert not latest._stopping and cancels == MAX_CANCELS + 1  # the first, then the retries
+    assert any("ignored" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+    release.set()
+    assert await asyncio.wait_for(jobs[0], 1) == "done"  # still running until it chose to end
