@@ -75,16 +75,10 @@ def builds(
         for _ in range(10):
             offset = rng.randrange(len(text) + 1)
             done += 1
-            if trees is None:
-                yield (
-                    "random",
-                    lambda p=path, t=text, o=offset: builder.build(p, t, o, "python", budget),
-                )
-                continue
             yield (
                 "random",
-                lambda p=path, t=text, o=offset, d=trees: builder.build(
-                    p, t, o, "python", budget, tree=d.current("open", t, "python")
+                lambda p=path, t=text, o=offset: builder.build(
+                    p, t, o, "python", budget, **open_tree(trees, t)
                 ),
             )
     for seed in range(1, sessions + 1):
@@ -112,6 +106,12 @@ def open_trees() -> Any:
     except ImportError:
         return None
     return DocumentTrees() if hasattr(DocumentTrees, "current") else None
+
+
+def open_tree(trees: Any, text: str) -> dict[str, Any]:
+    """The `tree` argument of a build of the open document, for a checkout that takes one
+    (`open_trees`); none for an older one."""
+    return {} if trees is None else {"tree": trees.current("open", text, "python")}
 
 
 def digest(context: Any) -> str:

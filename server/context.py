@@ -734,7 +734,7 @@ class ContextBuilder:
         """`python_attribute_types` of `text` if it is the prepared file's, as opened: its
         builds then look attributes up instead of searching the text for each."""
         known, types = self._attribute_types
-        return types if text is known or (text == known and text) else None
+        return types if text and (text is known or text == known) else None
 
     def _rehearse(self, file_path: str, text: str, language: str | None) -> None:
         """One build at the top of the file, as the latest build was budgeted and counted,
@@ -1243,15 +1243,17 @@ class _Request:
     def _resolve_self(self, chain: tuple[str, ...], depth: int) -> Target | None:
         head, attribute = chain[0], chain[1]
         declared = self.cursor.types.get(f"{head}.{attribute}")
-        prepared = self.builder.attribute_types(self.text) if self.language == "python" else None
-        if not declared and prepared is not None:
-            declared = prepared.get(attribute, ())
-        elif not declared:
-            if attribute not in self._attribute_types:
-                self._attribute_types[attribute] = attribute_type(
-                    self.text, attribute, self.language
-                )
-            declared = self._attribute_types[attribute]
+        if not declared:
+            python = self.language == "python"
+            prepared = self.builder.attribute_types(self.text) if python else None
+            if prepared is not None:
+                declared = prepared.get(attribute, ())
+            else:
+                if attribute not in self._attribute_types:
+                    self._attribute_types[attribute] = attribute_type(
+                        self.text, attribute, self.language
+                    )
+                declared = self._attribute_types[attribute]
         if declared:
             return self.resolve((*declared, *chain[2:]), depth + 1)
         for base in self.cursor.bases:  # an inherited member

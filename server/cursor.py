@@ -491,8 +491,8 @@ def analyse(
         # Indentation gives the scopes, and the window starts at the innermost `def`:
         # its parameters and assignments are the local types; a class body's are found
         # on demand (`attribute_type`).
-        headers = tree.root_node if tree is not None else None
-        scopes, function_at = _python_scopes(text, line_start, line_prefix, row, headers)
+        whole = tree.root_node if tree is not None else None
+        scopes, function_at = _python_scopes(text, line_start, line_prefix, row, whole)
         bases = _python_bases(scopes)
         window_start = (
             function_at if function_at is not None else _window_start(text, line_start, language)
@@ -898,7 +898,7 @@ def _tree_headers(root: Node, row: int, level: int) -> list[Scope]:
     found = []
     node: Node | None = root.descendant_for_point_range((row, level), (row, level))
     while node is not None and level > 0:
-        kind = _PY_SCOPE_KINDS.get(node.type)
+        kind = _SYNTAX["python"].scopes.get(node.type)
         start_row, column = node.start_point
         if kind is not None and start_row < row and column < level:
             name = _scope_name(node)
@@ -907,9 +907,6 @@ def _tree_headers(root: Node, row: int, level: int) -> list[Scope]:
             level = column
         node = node.parent
     return found
-
-
-_PY_SCOPE_KINDS: Final = {"function_definition": "function", "class_definition": "class"}
 
 
 def _enclosing_headers(text: str, end: int, level: int) -> tuple[tuple[int, str, str, str], ...]:
