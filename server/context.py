@@ -211,9 +211,12 @@ class Budget:
         return min(1.0 - min(1.0, max(0.0, self.cross_file_share)), max(0.0, self.suffix_share))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Snippet:
-    """Code from another file, as the prompt shows it."""
+    """Code from another file, as the prompt shows it. Never changed once made (a new
+    score or text makes a new one); not frozen only because a frozen dataclass sets each
+    field through `object.__setattr__`, 2.4 against 0.5 us a snippet, and a build makes
+    a hundred of them."""
 
     path: str
     text: str
@@ -491,6 +494,7 @@ class ContextBuilder:
         self._defs: _Lru[tuple[str, str], _FileDefs] = _Lru(cache_size)
         self._rendered: _Lru[tuple[str, str, str], _Rendered] = _Lru(cache_size)
         self._lines: _Lru[tuple[str, str], list[str]] = _Lru(256)
+        self._short: _Lru[tuple[str, str], bool] = _Lru(cache_size)
         self._counts: _Lru[str, int] = _Lru(cache_size)
         self._count: Count | None = None
         self._directories: tuple[int, int, dict[str, list[str]]] | None = None
@@ -670,8 +674,16 @@ class ContextBuilder:
         for local, score in _imported_names(text, cursor, line_start, uses):
             for target in request.imported(local):
                 self._add(found, request, target, score)
-        for path in request.related_files():
-            self._add(found, request, Target(path, None), 0.0)
+        for path in request.related_files():  # `_add` of each file's outline, inlined
+            if path == file_path:
+                continue
+            key = (path, "")
+            score = request.standing(path)
+            existing = found.get(key)
+            if existing is not None:
+                existing.score = max(existing.score, score)
+            else:
+                found[key] = _Candidate(path, "", score, None, 0)
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.path, c.line))
         snippets = []
         for candidate in ranked:
@@ -1054,11 +1066,19 @@ class ContextBuilder:
             return None
 
     def _is_short(self, path: str) -> bool:
+        """Whether `path` is shown whole (`_is_short_file`), per version of the file: a
+        build asks it of every candidate."""
         record = self._record(path)
         if record is None or record.size > SHORT_CHARS:
             return False
-        lines = self.file_lines(path)
-        return lines is not None and _is_short_file(lines)
+        key = (path, record.digest)
+        known = self._short.get(key)
+        if known is None:
+            lines = self.file_lines(path)
+            if lines is None:
+                return False
+            known = self._short.put(key, _is_short_file(lines))
+        return known
 
     def file_defs(self, path: str) -> _FileDefs | None:
         record = self._record(path)
@@ -2041,7 +2061,8 @@ def build_context(
         )
     suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
     room = available - used - suffix_tokens
-    prefix_text, prefix_tokens = fit_prefix(prefix, room, count, budget.prefix_step_lines)
+    lines = cursor.line if cursor is not None else None
+    prefix_text, prefix_tokens = fit_prefix(prefix, room, count, budget.prefix_step_lines, lines)
     if len(prefix_text) < len(prefix) and file_path and budget.head_cap > 0:
         found = _file_head(
             file_path,
@@ -2056,7 +2077,7 @@ def build_context(
             chosen.append(head)
             used += head_tokens
             prefix_text, prefix_tokens = fit_prefix(
-                prefix, room - head_tokens, count, budget.prefix_step_lines
+                prefix, room - head_tokens, count, budget.prefix_step_lines, lines
             )
     snippets = tuple(sorted(chosen, key=lambda s: s.order))
     return Context(
@@ -2331,10 +2352,13 @@ def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:
     return _line_set(head) | _line_set(tail)
 
 
-def fit_prefix(prefix: str, cap: int, count: Count, step_lines: int = 1) -> tuple[str, int]:
+def fit_prefix(
+    prefix: str, cap: int, count: Count, step_lines: int = 1, lines: int | None = None
+) -> tuple[str, int]:
     """The longest tail of `prefix` that starts a line (at a multiple of `step_lines`,
     counted from the top of the file) and counts at most `cap`; with its count. Falls back
-    to a tail that starts mid-line only when the cursor's own line is over the cap."""
+    to a tail that starts mid-line only when the cursor's own line is over the cap.
+    `lines`, the newlines in `prefix` where the caller knows them (the cursor's line)."""
     if cap <= 0 or not prefix:
         return "", 0
     step_lines = max(1, step_lines)
@@ -2342,7 +2366,8 @@ def fit_prefix(prefix: str, cap: int, count: Count, step_lines: int = 1) -> tupl
     if start > 0:
         start = _next_line_start(prefix, start)
     last_line = prefix.rfind("\n") + 1
-    lines = prefix.count("\n") if step_lines > 1 else 0  # once: the tries count from the end
+    if lines is None:  # once: the tries count from the end
+        lines = prefix.count("\n") if step_lines > 1 else 0
     for _ in range(12):
         if start > last_line:
             break

@@ -542,11 +542,14 @@ def analyse(
             ]
     references = _typed_references(target, partial, after_dot, callee, row, prose) if names else {}
     typing = (*target, partial) if after_dot else (partial,)
-    for reference in walker.references(origin):
-        if partial and reference.line == row and reference.chain[: len(typing)] == typing:
+    for tier, found_row, _column, chain in walker.found():
+        line = found_row + origin
+        if partial and line == row and chain[: len(typing)] == typing:
             continue  # the half-typed name: what it resolves to changes with every key
-        if reference.chain not in references and len(references) < MAX_REFERENCES:
-            references[reference.chain] = reference
+        if len(references) >= MAX_REFERENCES:
+            break
+        if chain not in references:
+            references[chain] = Reference(chain, tier, line)
     return CursorInfo(
         language=language,
         line=row,
@@ -1011,11 +1014,10 @@ class _Walker:
     def walk(self, root: Node) -> None:
         self._visit(root, spine=False)
 
-    def references(self, row_offset: int) -> Iterator[Reference]:
-        """Statement first, then the lines above; nearest first; each chain once."""
-        ordered = sorted(self._found, key=lambda f: (-f[0], -f[1], f[2]))
-        for tier, row, _column, chain in ordered:
-            yield Reference(chain, tier, row + row_offset)
+    def found(self) -> list[tuple[int, int, int, tuple[str, ...]]]:
+        """(tier, row, column, chain) of every name found: the statement's first, then the
+        lines above; nearest first (a chain may come more than once)."""
+        return sorted(self._found, key=lambda f: (-f[0], -f[1], f[2]))
 
     def _visit(self, node: Node, spine: bool) -> None:
         start = node.start_point
