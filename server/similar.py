@@ -246,28 +246,27 @@ def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hi
     that shares only common words with the query is seldom a use of what it calls, and
     this bounds the cost whatever the pool's size."""
     n_chunks = pool.n_chunks
-    slices = [
-        (pool.starts[number], pool.starts[number + 1], term)
+    bounds = [  # each term's slice of the postings, rarest first
+        (pool.starts[number], pool.starts[number + 1])
         for term in sorted(dfs, key=lambda t: (dfs[t], t))
         if (number := pool.terms.get(term)) is not None
     ]
-    if not n_chunks or not slices:
+    if not n_chunks or not bounds:
         return []
-    scored = np.zeros(n_chunks, dtype=bool)
-    total = 0
-    for low, high, _ in slices:
+    total = 0  # postings of the rarest terms, whose chunks are scored
+    for low, high in bounds:
         if total and total + high - low > MAX_SCORED:
             break
         total += high - low
-        scored[pool.chunk_of[low:high]] = True
-    chunks = np.concatenate([pool.chunk_of[low:high] for low, high, _ in slices])
-    weights = np.concatenate(
-        [
-            pool.weight_of[low:high] * math.log(1 + (n_chunks - df + 0.5) / (df + 0.5))
-            for low, high, _ in slices
-            for df in (high - low,)
-        ]
-    )
+    chunks = np.concatenate([pool.chunk_of[low:high] for low, high in bounds])
+    scored = np.zeros(n_chunks, dtype=bool)
+    scored[chunks[:total]] = True
+    # BM25: each posting's weight times its term's idf, all in one product
+    idf = [
+        math.log(1 + (n_chunks - (high - low) + 0.5) / (high - low + 0.5)) for low, high in bounds
+    ]
+    weights = np.concatenate([pool.weight_of[low:high] for low, high in bounds])
+    weights *= np.repeat(idf, [high - low for low, high in bounds])
     scores = np.bincount(chunks, weights=weights, minlength=n_chunks)
     shared = np.bincount(chunks, minlength=n_chunks)
     eligible = np.flatnonzero(scored & (shared >= MIN_SHARED_TERMS))
