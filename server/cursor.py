@@ -323,6 +323,8 @@ _TEXT_ONLY: Final = frozenset(
 )
 """The parts of a string literal outside its interpolations: no names in them (a table of
 `\\u0041-\\u005a` ranges is thousands of escape sequences)."""
+_NO_NAMES: Final = _TEXT_ONLY | {"integer", "float", "true", "false", "none", "comment"}
+"""Leaves a walk has nothing to read in: the string parts, numbers, constants, comments."""
 _KEYWORDS: Final = frozenset(
     {"if", "elif", "while", "for", "return", "switch", "catch", "and", "or", "not", "in",
      "with", "assert", "yield", "await", "match", "case", "sizeof", "typeof", "def", "fn", "func"}
@@ -1020,6 +1022,9 @@ class _Walker:
         return sorted(self._found, key=lambda f: (-f[0], -f[1], f[2]))
 
     def _visit(self, node: Node, spine: bool) -> None:
+        kind = node.type
+        if kind in _NO_NAMES:  # before its points: a third of the nodes in a walk
+            return
         start = node.start_point
         start_row = start[0]
         if start_row > self.cursor_row:
@@ -1028,14 +1033,11 @@ class _Walker:
         if end_row < self.types_from:
             return
         syntax = self.syntax
-        kind = node.type
         recorded = self.record and not spine and start_row >= self.names_from
         if kind in syntax.identifiers:  # a leaf: nothing below it, nothing it declares
             text = node.text
             if recorded and text:
                 self._record((text.decode("utf-8", "replace"),), start)
-            return
-        if kind in _TEXT_ONLY:
             return
         if recorded and (kind in syntax.members or kind in syntax.calls):
             chain = self._chain(node)
