@@ -708,6 +708,89 @@ def test_prefix_starts_on_a_line_that_is_a_multiple_of_the_step() -> None:
     assert longer == kept + "x"  # one more key: the same start
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab =\n", max_size=30), max_size=60),
+    cap=st.integers(min_value=0, max_value=120),
+    step=st.integers(min_value=1, max_value=9),
+)
+def test_the_prefix_fits_the_same_with_its_line_count_given(
+    lines: list[str], cap: int, step: int
+) -> None:
+    """`build_context` hands `fit_prefix` the cursor's line number, so that the line of each
+    try is counted from the end of a 200 KB prefix, not from its top: the same cut."""
+    prefix = "\n".join(lines)
+    given = fit_prefix(prefix, cap, estimate_tokens, step, lines=prefix.count("\n"))
+    assert given == fit_prefix(prefix, cap, estimate_tokens, step)
+
+
+def reference_module_file(module: str, deps: frozenset[str]) -> list[str]:
+    """How an absolute import found its file among the importer's dependencies before
+    `_python_deps_by_tail`: the first in sorted order whose module path ends with it."""
+    tail = module.replace(".", "/")
+    for dep in sorted(deps):
+        if dep.endswith((".py", ".pyi")):
+            stem = server_context._stem(dep)
+            if stem == tail or stem.endswith("/" + tail):
+                return [dep]
+    return []
+
+
+PARTS = ["a", "b", "pkg", "src", "util"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    deps=st.frozensets(
+        st.tuples(
+            st.lists(st.sampled_from(PARTS), min_size=1, max_size=4).map("/".join),
+            st.sampled_from([".py", ".pyi", "/__init__.py", ".ts"]),
+        ).map("".join),
+        max_size=12,
+    ),
+    module=st.lists(st.sampled_from(PARTS), min_size=1, max_size=3).map(".".join),
+)
+def test_an_absolute_import_finds_the_file_the_linear_search_found(
+    deps: frozenset[str], module: str
+) -> None:
+    found = server_context._python_deps_by_tail(deps).get(module.replace(".", "/"))
+    assert ([found] if found else []) == reference_module_file(module, deps)
+
+
+def test_a_files_imports_are_indexed_by_the_names_they_bring_in() -> None:
+    """A re-export lookup reads `_FileDefs.importing`: per name, the imports in file order
+    and how each brings the name in, as the loop over every import decided it (an alias
+    before a plain name of the same import; a module's head only for `import a.b`)."""
+    from cache.model import ImportRef
+
+    first = ImportRef(".cold", ("ColdStore", "Item"), 1, (("Store", "ColdStore"),))
+    second = ImportRef(".hot", ("Store",), 2)
+    star = ImportRef(".more", ("*",), 3)
+    dotted = ImportRef("os.path", (), 4)
+    renamed = ImportRef(".warm", ("Item",), 5, (("Item", "WarmItem"), ("Item", "Other")))
+    defs = server_context._FileDefs("python", {}, {}, (first, second, star, dotted, renamed))
+    assert defs.importing["Store"] == [
+        (server_context._ALIASED, first, "ColdStore"),
+        (server_context._NAMED, second, ""),
+    ]
+    assert defs.importing["Item"] == [
+        (server_context._NAMED, first, ""),
+        (server_context._ALIASED, renamed, "WarmItem"),
+    ]
+    assert defs.importing["os"] == [(server_context._MODULE, dotted, "")]
+    assert defs.stars == (star,)
+    go = server_context._FileDefs("go", {}, {}, (ImportRef("fmt"),))
+    assert "fmt" not in go.importing and go.stars == ()
+
+
+def test_snippets_compare_and_hash_by_value() -> None:
+    """Snippets are not a frozen dataclass (it made them 5x dearer to make) and still
+    behave as values: equal fields, equal snippets, one entry in a set."""
+    one = Snippet("a.py", "def f(): ...\n", 3, 1.5, "f", "python")
+    assert one == one.with_score(1.5) and len({one, one.with_score(1.5)}) == 1
+    assert one != one.with_score(2.0)
+
+
 def words(text: str) -> int:
     return len(text.split()) + text.count("\n")
 
