@@ -484,6 +484,27 @@ def test_the_first_build_after_prepare_chooses_as_an_unprepared_builder(
         prepared.forget(SERVICE)
 
 
+def test_prepare_rehearses_builds_spread_over_the_file(
+    py_index: ProjectIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first build at a random place reads memos that a build at the top of the file
+    does not make: the rehearsals are spread over the file, the first at its top."""
+    text, _ = service(py_index, "        self.repo.|\n")
+    prepared = ContextBuilder(py_index, texts={SERVICE: text})
+    offsets: list[int] = []
+    build = prepared.build
+
+    def counted(file_path: str, text: str, offset: int, *args: object) -> Context:
+        offsets.append(offset)
+        return build(file_path, text, offset, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prepared, "build", counted)
+    monkeypatch.setattr(server_context, "REHEARSAL_BUDGET_S", 60.0)  # all, however slow
+    prepared.prepare(SERVICE)
+    assert offsets[0] == 0 and len(offsets) == server_context.REHEARSALS
+    assert offsets == sorted(offsets) and offsets[-1] > len(text) * 3 // 4
+
+
 def test_near_duplicates_are_dropped(py_index: ProjectIndex) -> None:
     a = (py_index.root / "inventory/util.py").read_text()
     b = (py_index.root / "app/copy_of_util.py").read_text()
