@@ -75,7 +75,6 @@ import logging
 import posixpath
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Reversible, Sequence
 from dataclasses import dataclass, field
@@ -467,10 +466,10 @@ class _Memory:
 
 REHEARSALS: Final = 12
 """Builds `prepare` rehearses, spread evenly over the file (the first at its top): the
-first build at a random place in a file then finds more of what it reads made (0.89 per
-build in lockstep, p99 -7%), for ~20 ms more at open; within REHEARSAL_BUDGET_S."""
-REHEARSAL_BUDGET_S: Final = 0.03
-"""No rehearsal starts after this long (a 5,000-line file's builds cost more)."""
+first build at a random place in a file then finds more of what it reads made (0.86-0.92
+per random build in lockstep), for ~20 ms more at open. A fixed number, not a time budget:
+what the rehearsals leave in the memos can decide a later build's re-export answers (the
+per-build lookup limit), so a budget would make contexts depend on the machine's speed."""
 GC_THRESHOLDS: Final = (20_000, 20, 20)
 """Young collections every 20,000 net allocations instead of 700: a build keeps a few
 dozen objects in its memos, so at 700 one build in thirty paid a collection (up to
@@ -792,11 +791,8 @@ class ContextBuilder:
         3.2 against 2.0 ms with one rehearsal at the top). Memos only: the contexts of the
         builds that follow are the same (on the 360 eval tasks, every prompt)."""
         wanted = self._similar_wanted
-        started = time.perf_counter()
         try:
             for part in range(REHEARSALS):
-                if part and time.perf_counter() - started > REHEARSAL_BUDGET_S:
-                    break
                 offset = len(text) * part // REHEARSALS
                 count = self._count or estimate_tokens
                 self.build(file_path, text, offset, language, self._budget, count)

@@ -499,7 +499,6 @@ def test_prepare_rehearses_builds_spread_over_the_file(
         return build(file_path, text, offset, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(prepared, "build", counted)
-    monkeypatch.setattr(server_context, "REHEARSAL_BUDGET_S", 60.0)  # all, however slow
     prepared.prepare(SERVICE)
     assert offsets[0] == 0 and len(offsets) == server_context.REHEARSALS
     assert offsets == sorted(offsets) and offsets[-1] > len(text) * 3 // 4
