@@ -138,9 +138,9 @@ def main() -> int:
                     budget,
                     tree=trees.current(task["file"], text, "python"),
                 )
-                trees.forget(task["file"])
                 times.append((time.perf_counter() - started) * 1000)
                 builder.forget(task["file"])
+                trees.forget(task["file"])
                 if args.prompts:
                     write_prompt(args.prompts, task, context)
                 snippets = "\n".join(s.text for s in context.snippets)

@@ -680,16 +680,8 @@ class ContextBuilder:
         for local, score in _imported_names(text, cursor, line_start, uses):
             for target in request.imported(local):
                 self._add(found, request, target, score)
-        for path in request.related_files():  # `_add` of each file's outline, inlined
-            if path == file_path:
-                continue
-            key = (path, "")
-            score = request.standing(path)
-            existing = found.get(key)
-            if existing is not None:
-                existing.score = max(existing.score, score)
-            else:
-                found[key] = _Candidate(path, "", score, None, 0)
+        for path in request.related_files():
+            self._add(found, request, Target(path, None), 0.0)
         ranked = sorted(found.values(), key=lambda c: (-c.score, c.path, c.line))
         snippets = []
         for candidate in ranked:
@@ -792,9 +784,9 @@ class ContextBuilder:
         builds that follow are the same (on the 360 eval tasks, every prompt)."""
         wanted = self._similar_wanted
         try:
+            count = self._count or estimate_tokens
             for part in range(REHEARSALS):
                 offset = len(text) * part // REHEARSALS
-                count = self._count or estimate_tokens
                 self.build(file_path, text, offset, language, self._budget, count)
         finally:
             self._similar_wanted = wanted
