@@ -30,7 +30,6 @@ import functools
 import itertools
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -54,8 +53,9 @@ generated table (pygments' unistring, 10 KB string literals) are 20 KB and 3 ms.
 NAMES_ABOVE: Final = 12
 """How far above the current statement names still count as referenced near the cursor."""
 MAX_REFERENCES: Final = 40
-PARSE_BUDGET_S: Final = 0.002
-"""A window parse that takes longer is given up for a smaller one."""
+WINDOW_PARSE_STEPS: Final = 40
+"""A window parse that takes more steps (`parse`) is given up for a smaller one: about
+2 ms at this machine's slowest steps; 11 of 8,600 windows on /tmp/bigws take more."""
 CALL_SCAN_CHARS: Final = 600
 """How far back from the cursor to look for the open parenthesis of the current call."""
 
@@ -373,14 +373,24 @@ def parser_for(language: str) -> Parser | None:
     return _parser(language)
 
 
-def parse(source: bytes, language: str, budget_s: float | None = None) -> Node | None:
+def parse(
+    source: bytes, language: str, max_steps: int | None = None, *, clean: bool = False
+) -> Node | None:
     """The root of a tree-sitter parse of `source`; None for a language without a grammar,
-    or when the parse runs past `budget_s` (error recovery on prose — a window that
-    starts inside a docstring — can take 10 ms for a few KB)."""
+    when the parse takes more than `max_steps` steps (error recovery on prose — a window
+    that starts inside a docstring — can take 10 ms for a few KB), or, with `clean`, once
+    it meets a syntax error.
+
+    A step is one of the parser's progress reports, one every 100 parse operations. The
+    budget counts steps, not time, so what is given up depends on the text alone: with a
+    clock, a parse slowed by the machine (another process, a cold cache) gave way, and
+    the same request built a different context (3 of 160 eval prompts differed between
+    two runs of the same code). A step takes 0.05 ms on plain code here, up to 0.5 ms in
+    error recovery."""
     parser = _parser(language)
     if parser is None:
         return None
-    tree = _parse_tree(parser, source, budget_s)
+    tree = _parse_tree(parser, source, max_steps, clean=clean)
     return tree.root_node if tree is not None else None
 
 
@@ -414,7 +424,7 @@ def _digest(statement: Node) -> int:
     return xxhash.xxh3_128_intdigest(statement.text or b"")
 
 
-def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
+def _parse_window(source: bytes, language: str, max_steps: int) -> Node | None:
     """`parse` for the cursor analysis's window, incremental from this thread's last
     window in the language: on consecutive keystrokes the windows differ by a few bytes,
     and a re-parse costs a fraction of a parse (0.2 instead of 0.9 ms on 6 KB)."""
@@ -425,7 +435,7 @@ def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
     if last is not None and last[0] == source:
         return last[1].root_node
     old_tree = nearby_tree(last[0], last[1], source) if last is not None else None
-    tree = _parse_tree(parser, source, budget_s, old_tree)
+    tree = _parse_tree(parser, source, max_steps, old_tree=old_tree)
     if tree is None:
         _windows.last.pop(language, None)
         return None
@@ -434,24 +444,32 @@ def _parse_window(source: bytes, language: str, budget_s: float) -> Node | None:
 
 
 def _parse_tree(
-    parser: Parser, source: bytes, budget_s: float | None, old_tree: Tree | None = None
+    parser: Parser,
+    source: bytes,
+    max_steps: int | None,
+    *,
+    old_tree: Tree | None = None,
+    clean: bool = False,
 ) -> Tree | None:
     # Two calls each: parse() refuses old_tree=None at run time, though its stubs allow it.
-    if budget_s is None:
+    if max_steps is None and not clean:
         return parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
-    deadline = time.perf_counter() + budget_s
+    steps = 0
+    limit = max_steps if max_steps is not None else 1 << 62
 
     def read(offset: int, _point: tuple[int, int]) -> bytes:
         return source[offset:] if offset else source
 
-    def over_budget(_offset: int, _has_error: bool) -> bool:
-        return time.perf_counter() > deadline
+    def give_up(_offset: int, has_error: bool) -> bool:
+        nonlocal steps
+        steps += 1
+        return steps > limit or (clean and has_error)
 
     try:
         if old_tree is None:
-            return parser.parse(read, encoding="utf8", progress_callback=over_budget)
-        return parser.parse(read, old_tree, encoding="utf8", progress_callback=over_budget)
-    except ValueError:  # cancelled
+            return parser.parse(read, encoding="utf8", progress_callback=give_up)
+        return parser.parse(read, old_tree, encoding="utf8", progress_callback=give_up)
+    except ValueError:  # given up
         parser.reset()
         return None
 
@@ -520,12 +538,12 @@ def analyse(
         floor, origin = 0, window_row
     else:
         source = text[window_start:window_end].encode("utf-8", "surrogatepass")
-        root = _parse_window(source, language, PARSE_BUDGET_S)
+        root = _parse_window(source, language, WINDOW_PARSE_STEPS)
         if root is None and window_row < row - NAMES_ABOVE:  # too slow: the nearest lines only
             window_start = _line_start_above(text, line_start, NAMES_ABOVE)
             window_row = row - text.count("\n", window_start, line_start)
             source = text[window_start:window_end].encode("utf-8", "surrogatepass")
-            root = _parse_window(source, language, PARSE_BUDGET_S)
+            root = _parse_window(source, language, WINDOW_PARSE_STEPS)
         floor, origin = 0, window_row
     walker = _Walker(syntax, row - origin, row - origin - NAMES_ABOVE, record=names)
     prose = "string" if in_docstring else ""

@@ -13,9 +13,10 @@ from server.cursor import parse
 
 WINDOW_LINES = 300
 """How far the window may reach above and below the cursor line."""
-PARSE_BUDGET_S = 0.02
-"""A parse that takes longer is abandoned and the suggestion kept: the check is a filter,
-not a gate on latency."""
+PARSE_STEPS = 400
+"""A parse that takes more steps (`server.cursor.parse`; ~20 ms in error recovery, less
+on plain code) is abandoned and the suggestion kept: the check is a filter, not a gate on
+latency. Steps, not time, so that what is kept depends on the text alone."""
 CONTINUATIONS = ("else", "elif", "except", "finally", "case", "catch")
 
 
@@ -25,7 +26,7 @@ def keep_parsing(text: str, offset: int, suggestion: str, language: str | None) 
         return suggestion
     start, end = _window(text, offset)
     before, after = text[start:offset], text[offset:end]
-    root = parse((before + after).encode(), language, PARSE_BUDGET_S)
+    root = parse((before + after).encode(), language, PARSE_STEPS)
     if root is None or root.has_error:
         return suggestion
     lines = suggestion.split("\n")
@@ -33,7 +34,7 @@ def keep_parsing(text: str, offset: int, suggestion: str, language: str | None) 
         candidate = "\n".join(lines[:count]).rstrip()
         if not candidate.strip():
             break
-        root = parse((before + candidate + after).encode(), language, PARSE_BUDGET_S)
+        root = parse((before + candidate + after).encode(), language, PARSE_STEPS)
         if root is None or not root.has_error:
             return candidate
     return ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import server.context as server_context
 from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
+from server import cursor as cursor_module
 from server.context import (
     DUPLICATE_JACCARD,
     Budget,
@@ -958,7 +960,7 @@ def test_go_aliased_package_import(go_index: ProjectIndex) -> None:
 def test_a_snippet_slow_to_parse_is_compared_by_its_words() -> None:
     """An outline keeps the first line of a long assignment (`x = Publisher(`); the
     unclosed bracket sends tree-sitter into error recovery that cost builds milliseconds.
-    Past LEAF_PARSE_BUDGET_S its tokens are its words and punctuation, still compared."""
+    A snippet that does not parse cleanly is compared by its words and punctuation."""
     stubs = "".join(f"def handler_{n}(event) -> None:\n    ...\n" for n in range(400))
     broken = "publisher = Publisher(\n" + stubs
     ends = server_context._leaf_ends(broken, "python")
@@ -978,3 +980,36 @@ def test_the_size_bound_never_changes_a_near_duplicate_answer(
 ) -> None:
     """Sizes alone rule a pair out only where the Jaccard index could not reach 0.85."""
     assert server_context._similar_sets(a, b) == (jaccard(a, b) >= DUPLICATE_JACCARD)
+
+
+def test_a_context_does_not_depend_on_the_clock(
+    py_index: ProjectIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parses on the request path (the cursor's window, a snippet's tokens) are given up
+    after a number of parser steps, not after a time: on a machine slow enough that every
+    clock read is a second later, every build chooses as it does here."""
+    text, _ = service(py_index, "        self.repo.|\n        theLogPublisher = Publisher(\n")
+    starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+
+    def builds() -> list[tuple[str, str, tuple[Snippet, ...]]]:
+        for memo in (server_context._token_sets, server_context._first_ends):
+            memo.clear()
+        server_context._duplicates.clear()
+        cursor_module._windows.last.clear()
+        builder = ContextBuilder(py_index, texts={SERVICE: text})
+        builder.prepare(SERVICE)
+        out = []
+        for start in starts:
+            context = builder.build(SERVICE, text, start, "python")
+            out.append((context.prefix, context.suffix, context.snippets))
+        return out
+
+    on_time = builds()
+    now = [time.perf_counter()]
+
+    def slow_clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    monkeypatch.setattr(time, "perf_counter", slow_clock)
+    assert builds() == on_time

@@ -18,6 +18,7 @@ from server.cursor import (
     type_chain,
 )
 from server.cursor import _windows as _windows
+from server.cursor import parse as cursor_parse
 from server.stops import Mode
 
 
@@ -508,3 +509,15 @@ def test_async_methods_far_below_their_class_are_scoped_in_it(whole_tree: bool) 
     info = analyse(text, offset, "python", tree=tree)
     assert [(s.kind, s.name) for s in info.scopes] == [("class", "Pipeline"), ("function", "last")]
     assert info.bases == (("Base",),)
+
+
+def test_a_parse_is_given_up_after_its_steps() -> None:
+    """`parse` counts the parser's progress reports, so whether a parse is given up
+    depends on the text alone; `clean` gives up at the first syntax error."""
+    source = b"def f(x):\n    return x\n" * 2000
+    assert cursor_parse(source, "python", 2) is None
+    whole = cursor_parse(source, "python", 10_000)  # the parser reset after giving up
+    assert whole is not None and whole.child_count == 2000
+    assert cursor_parse(b"x = f(\n" + source, "python", 10_000, clean=True) is None
+    assert cursor_parse(b"x = f(\n" + source, "python", 10_000) is not None
+    assert cursor_parse(source, "python", 10_000, clean=True) is not None

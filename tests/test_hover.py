@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cache.index import ProjectIndex
-from server import cursor
 from server.context import ContextBuilder
 from server.cursor import analyse, chain_before
 from server.hover import _declared, hover_at, may_resolve
@@ -118,12 +117,10 @@ def test_a_name_written_many_times_is_left_to_the_regexes() -> None:
      ("context_ts", "typescript", "*.ts"), ("context_go", "go", "*.go")],
 )  # fmt: skip
 def test_the_analysis_without_names_resolves_the_same(
-    project: str, language: str, suffix: str, monkeypatch: pytest.MonkeyPatch
+    project: str, language: str, suffix: str
 ) -> None:
     """A hover's analysis skips the names around the cursor; what resolution reads from
-    it is the same as the full analysis's. (Without the parse's time budget: on a loaded
-    machine either parse could run out of it, and differ for that reason alone.)"""
-    monkeypatch.setattr(cursor, "PARSE_BUDGET_S", None)
+    it is the same as the full analysis's."""
     for path in (FIXTURES / project).rglob(suffix):
         text = path.read_text()
         for match in re.finditer(r"[A-Za-z_$][\w$]*", text):
