@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from server import cursor as cursor_module
 from server.cursor import (
     CALL,
     WINDOW_MAX_CHARS,
@@ -20,6 +25,8 @@ from server.cursor import (
 from server.cursor import _windows as _windows
 from server.cursor import parse as cursor_parse
 from server.stops import Mode
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def at_bar(source: str, language: str = "python"):  # type: ignore[no-untyped-def]
@@ -521,3 +528,37 @@ def test_a_parse_is_given_up_after_its_steps() -> None:
     assert cursor_parse(b"x = f(\n" + source, "python", 10_000, clean=True) is None
     assert cursor_parse(b"x = f(\n" + source, "python", 10_000) is not None
     assert cursor_parse(source, "python", 10_000, clean=True) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="\"'x \\", max_size=12), max_size=12),
+    data=st.data(),
+)
+def test_counts_by_positions_are_counts_by_str_count(lines: list[str], data: st.DataObject) -> None:
+    """`_Positions` answers as `str.count` does: newlines in any span, triple quotes in
+    a span from a line start (runs of four or more quotes included)."""
+    text = "\n".join(lines)
+    positions, counter = cursor_module._Positions(text), cursor_module._Counter(text)
+    line_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+    start = data.draw(st.sampled_from(line_starts))
+    end = data.draw(st.integers(0, len(text)))
+    anywhere = data.draw(st.integers(0, len(text)))
+    assert positions.triple_quotes(start, end) == counter.triple_quotes(start, end)
+    assert positions.newlines(anywhere, end) == counter.newlines(anywhere, end)
+
+
+def test_the_analysis_is_the_same_with_the_texts_positions() -> None:
+    """The second analysis in a row of one text counts by positions, the first by
+    `str.count`: both see the same cursor, docstrings included."""
+    text = (FIXTURES / "context_py" / "app" / "service.py").read_text()
+    text = text.replace("\n\n", '\n    """A doc\n    string."""\n\n', 3)
+    for offset in range(0, len(text), 7):
+        _windows.last.clear()
+        cursor_module._seen.text = cursor_module._seen.positions = None
+        first = analyse(text, offset, "python")
+        assert cursor_module._seen.positions is None
+        _windows.last.clear()
+        again = analyse(text, offset, "python")
+        assert cursor_module._seen.positions is not None
+        assert again == first
