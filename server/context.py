@@ -378,6 +378,9 @@ class _Rendered:
     text: str
     start_line: int
     language: str | None
+    blank: bool = False
+    """Whether the text is all whitespace: asked of every candidate rendered, and a
+    snippet's `strip()` copies it."""
 
 
 @dataclass(slots=True)
@@ -686,7 +689,7 @@ class ContextBuilder:
         snippets = []
         for candidate in ranked:
             rendered = self.render(candidate.path, candidate.definition)
-            if rendered is not None and rendered.text.strip():
+            if rendered is not None and not rendered.blank:
                 snippets.append(
                     Snippet(
                         candidate.path,
@@ -1135,7 +1138,7 @@ class ContextBuilder:
             text, start = _render_file(defs, lines), 0
         else:
             text, start = _render_definition(defs, definition, lines), definition.start_line
-        return self._rendered.put(key, _Rendered(text, start, defs.language))
+        return self._rendered.put(key, _Rendered(text, start, defs.language, not text.strip()))
 
     def directories(self) -> dict[str, list[str]]:
         """Directory -> its files, rebuilt when the index's file set changes size."""
@@ -2292,13 +2295,24 @@ def _imported_chains(text: str, imports: Imports) -> list[tuple[str, ...]]:
 
 def _named_imports(imports: Imports) -> list[tuple[str, Binding]]:
     """The names `_imported_names` scores: bound to a name taken from a module (module
-    bindings are left to the related files), in order of the import lines."""
+    bindings are left to the related files), in order of the import lines; memoised for
+    the latest `imports` (a file's builds share it while its imports stay the same, and
+    a test file imports fifty names)."""
+    known = _named_memo.get(id(imports))
+    if known is not None and known[0] is imports:
+        return known[1]
     named = sorted(
         (binding.line, local, binding)
         for local, binding in imports.bindings.items()
         if binding.name and "." not in local
     )
-    return [(local, binding) for _, local, binding in named]
+    found = [(local, binding) for _, local, binding in named]
+    _named_memo.put(id(imports), (imports, found))
+    return found
+
+
+_named_memo: _Lru[int, tuple[Imports, list[tuple[str, Binding]]]] = _Lru(8)
+"""By the `Imports` object's id, with the object itself: an id is reused once it dies."""
 
 
 def _use_starts(text: str, names: frozenset[str]) -> dict[str, list[int]]:
