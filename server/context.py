@@ -2077,7 +2077,7 @@ def build_context(
     if len(prefix_text) < len(prefix) and file_path and budget.head_cap > 0:
         found = _file_head(
             file_path,
-            prefix[: len(prefix) - len(prefix_text)],
+            prefix[: min(HEAD_SCAN_CHARS, len(prefix) - len(prefix_text))],
             language,
             min(budget.head_cap, room // 2),
             count,
