@@ -1895,8 +1895,8 @@ def leaf_parse_steps(size: int) -> int:
     for its tokens: 8 and 12 a KB, where code takes 2-9 a KB (none of 3,800 clean parses
     on /tmp/bigws took more). Outlines keep the first line of a long assignment
     (`theLogPublisher = LogPublisher(`), and the unclosed bracket sends the parser into
-    error recovery (1.4 KB took 2-3 ms): a snippet that does not parse cleanly is not
-    parsed further. Steps, not time: the tokens, and so which snippets are
+    error recovery (1.4 KB took 2-3 ms): a snippet whose parse reports a syntax error is
+    not parsed further. Steps, not time: the tokens, and so which snippets are
     near-duplicates, depend on the text alone."""
     return 8 + 12 * size // 1024
 

@@ -378,8 +378,9 @@ def parse(
 ) -> Node | None:
     """The root of a tree-sitter parse of `source`; None for a language without a grammar,
     when the parse takes more than `max_steps` steps (error recovery on prose — a window
-    that starts inside a docstring — can take 10 ms for a few KB), or, with `clean`, once
-    it meets a syntax error.
+    that starts inside a docstring — can take 10 ms for a few KB), or, with `clean`, at
+    the first step that finds it has met a syntax error (a parse shorter than one step is
+    returned as it is, errors and all).
 
     A step is one of the parser's progress reports, one every 100 parse operations. The
     budget counts steps, not time, so what is given up depends on the text alone: with a
