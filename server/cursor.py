@@ -30,6 +30,7 @@ import functools
 import itertools
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -665,10 +666,11 @@ class _Positions(_Counter):
         )
 
 
-def _starts(text: str, needle: str) -> list[int]:
+def _starts(text: str, needle: str) -> array[int]:
     """Where the non-overlapping occurrences of `needle` start, left to right, as
-    `str.count` finds them."""
-    found = []
+    `str.count` finds them; an array, a fifth of a list's memory (a 200 KB file has
+    5,000 lines, and what a build touches is much of its cost)."""
+    found = array("q")
     at = text.find(needle)
     while at >= 0:
         found.append(at)
