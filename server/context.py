@@ -378,7 +378,7 @@ class _Rendered:
     text: str
     start_line: int
     language: str | None
-    blank: bool = False
+    blank: bool
     """Whether the text is all whitespace: asked of every candidate rendered, and a
     snippet's `strip()` copies it."""
 

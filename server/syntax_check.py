@@ -14,9 +14,10 @@ from server.cursor import parse
 WINDOW_LINES = 300
 """How far the window may reach above and below the cursor line."""
 PARSE_STEPS = 400
-"""A parse that takes more steps (`server.cursor.parse`; ~20 ms in error recovery, less
-on plain code) is abandoned and the suggestion kept: the check is a filter, not a gate on
-latency. Steps, not time, so that what is kept depends on the text alone."""
+"""A parse that takes more steps (`server.cursor.parse`) is abandoned and the suggestion
+kept: the check is a filter, not a gate on latency. The largest windows (600 lines of the
+biggest stdlib files, with or without an unclosed call) take up to ~200 steps, 4-14 ms
+here. Steps, not time, so that what is kept depends on the text alone."""
 CONTINUATIONS = ("else", "elif", "except", "finally", "case", "catch")
 
 
