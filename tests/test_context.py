@@ -310,6 +310,38 @@ def test_imported_names_are_looked_up_once_while_the_imports_hold(tmp_path: Path
     index.close()
 
 
+def test_a_files_standing_candidates_follow_the_recent_files_and_edits(tmp_path: Path) -> None:
+    """A file's candidates that no cursor changes (its related files, where its imported
+    names are defined) are kept with their rendered text across its builds; a file used
+    since, or an edit to one, must still show in the next build's scores and texts."""
+    files = {
+        "app/main.py": "from lib.tools import Wrench\n\nx = 1\n",
+        "lib/tools.py": "class Wrench:\n    size: int\n",
+        "app/other.py": "y = 2\n",
+    }
+    index = indexed(tmp_path, files)
+    recent: list[str] = []
+    builder = ContextBuilder(index, recent=recent)
+    text = files["app/main.py"]
+
+    def found() -> dict[str, tuple[float, str]]:
+        cursor = analyse(text, len(text), "python")
+        return {s.path: (s.score, s.text) for s in builder.candidates("app/main.py", text, cursor)}
+
+    before = found()
+    assert found() == before
+    assert builder._file_candidates.get("app/main.py") is not None
+    recent.extend(["app/other.py", "lib/tools.py"])  # lib/tools.py used last
+    after = found()
+    assert after["lib/tools.py"][0] > after["app/other.py"][0] > before["app/other.py"][0]
+    assert after["lib/tools.py"][0] - before["lib/tools.py"][0] == 9
+    edited = b"class Wrench:\n    size: int\n    grip: str\n"
+    (index.root / "lib" / "tools.py").write_bytes(edited)
+    index.update_file("lib/tools.py", edited)
+    assert "grip: str" in found()["lib/tools.py"][1]
+    index.close()
+
+
 def indexed(tmp_path: Path, files: dict[str, str]) -> ProjectIndex:
     """A project of `files` (path -> text) under tmp_path, indexed."""
     for path, text in files.items():
