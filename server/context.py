@@ -1946,20 +1946,19 @@ def _leaf_ends(text: str, language: str | None) -> dict[str, int] | None:
         return _word_ends(text, len(source) == len(text))
     tokens: dict[str, int] = {}
     walker = root.walk()
-    descending = True
     while True:
-        if descending and walker.goto_first_child():
+        if walker.goto_first_child():
             continue
-        node = walker.node
-        if node is not None and node.child_count == 0 and node.text:
-            tokens.setdefault(node.text.decode("utf-8", "replace"), node.end_byte)
-        if walker.goto_next_sibling():
-            descending = True
-            continue
-        if not walker.goto_parent():
-            break
-        descending = False
-    return tokens
+        leaf = walker.node
+        assert leaf is not None  # a cursor always stands on a node
+        start, end = leaf.start_byte, leaf.end_byte
+        if end > start:  # the source sliced: a step-limited tree's `Node.text` reads it
+            # back through the parse's callback, 5x slower in all (0.9 against 0.18 ms
+            # for a snippet of 850 bytes)
+            tokens.setdefault(source[start:end].decode("utf-8", "replace"), end)
+        while not walker.goto_next_sibling():
+            if not walker.goto_parent():
+                return tokens
 
 
 def leaf_parse_steps(size: int) -> int:

@@ -30,7 +30,7 @@ from server.context import (
     jaccard,
     leaf_tokens,
 )
-from server.cursor import analyse
+from server.cursor import analyse, parser_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -1001,6 +1001,31 @@ def test_a_snippet_slow_to_parse_is_compared_by_its_words() -> None:
     assert jaccard(leaf_tokens(broken, "python"), leaf_tokens(broken + "\n", "python")) == 1.0
     clean = "def handler(event) -> None:\n    return None\n"
     assert "->" in server_context._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
+
+
+def test_a_snippets_leaves_are_read_from_its_bytes() -> None:
+    """`_leaf_ends` slices each leaf out of the snippet's bytes (a step-limited tree reads
+    `Node.text` back through the parse's callback, 5x slower): the tokens, and where each
+    first ends, are those of the leaves of an ordinary parse, non-ASCII text included."""
+    snippet = (
+        'def grüße(name: str = "Zoë") -> str:\n'
+        '    """Grüße, «name»."""\n'
+        "    return f'hallo {name!r}' + \"→\"  # ok\n"
+    )
+    source = snippet.encode()
+    parser = parser_for("python")
+    assert parser is not None
+    tree = parser.parse(source)
+    expected: dict[str, int] = {}
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.child_count:
+            stack.extend(reversed(node.children))
+        elif node.text:
+            expected.setdefault(node.text.decode(), node.end_byte)
+    assert server_context._leaf_ends(snippet, "python") == expected
+    assert "grüße" in expected and "→" in expected
 
 
 @given(
