@@ -518,6 +518,27 @@ def test_async_methods_far_below_their_class_are_scoped_in_it(whole_tree: bool) 
     assert info.bases == (("Base",),)
 
 
+def test_a_window_trees_node_texts_are_sliced_from_its_bytes() -> None:
+    """A window is parsed with a step limit, through a callback, and `Node.text` then reads
+    the bytes back through it (the rest of them each time); the analysis slices them from
+    the window's bytes instead (`_bytes_of`): the same text for every node, non-ASCII
+    included, and a window's analysis the same as the document tree's."""
+    text = 'def grüße(name: Name = "Zoë") -> str:\n    ziel = Ziel(name)  # «ok»\n    ziel.\n'
+    source = text.encode()
+    root = cursor_parse(source, "python", 1000)
+    assert root is not None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        assert cursor_module._bytes_of(node, source) == node.text
+    window = analyse(text, len(text) - 1, "python")
+    assert window.types["ziel"] == ("Ziel", "()") and window.types["name"] == ("Name",)
+    assert window.scopes[-1].name == "grüße"
+    document = parser_for("python").parse(source)
+    assert window == analyse(text, len(text) - 1, "python", tree=document)
+
+
 def test_a_parse_is_given_up_after_its_steps() -> None:
     """`parse` counts the parser's progress reports, so whether a parse is given up
     depends on the text alone; `clean` gives up at the first syntax error."""
