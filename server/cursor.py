@@ -1145,6 +1145,9 @@ class _Walker:
         kind = node.type
         if kind in _NO_NAMES:  # before its points: a third of the nodes in a walk
             return
+        syntax = self.syntax
+        if kind in syntax.identifiers and (spine or not self.record):
+            return  # a leaf that is no reference (a part of a chain): before its points too
         start = node.start_point
         start_row = start[0]
         if start_row > self.cursor_row:
@@ -1152,7 +1155,6 @@ class _Walker:
         end_row = node.end_point[0]
         if end_row < self.types_from:
             return
-        syntax = self.syntax
         recorded = self.record and not spine and start_row >= self.names_from
         if kind in syntax.identifiers:  # a leaf: nothing below it, nothing it declares
             if not recorded:
@@ -1201,7 +1203,7 @@ class _Walker:
             return
         spine_nodes = [node.child_by_field_name(f) for f in spine_fields]
         for child in node.named_children:
-            self._visit(child, spine=any(child == s for s in spine_nodes))
+            self._visit(child, spine=child in spine_nodes)  # `in` compares nodes with ==
 
     @staticmethod
     def _from_row(block: Node, row: int) -> Iterator[Node]:
