@@ -86,8 +86,10 @@ class ChunkIndex:
     """Per chunk: its `Chunk.length`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
+    """A chunk found, and its score (a tuple: a frozen dataclass sets each field through
+    `object.__setattr__`, and a search makes eight)."""
+
     path: str
     chunk: Chunk
     score: float
@@ -284,11 +286,11 @@ def search(dfs: Mapping[str, int], pool: Pool, limit: int = MAX_HITS) -> list[Hi
     ranked.sort(key=lambda r: r[:3])
     hits: list[Hit] = []
     for negative, path, _, chunk in ranked[:keep]:
-        if any(
-            h.path == path and h.chunk.start < chunk.end and chunk.start < h.chunk.end for h in hits
-        ):
-            continue
-        hits.append(Hit(path, chunk, -negative))
-        if len(hits) >= limit:
-            break
+        for hit in hits:  # a loop, not any() over a generator: a search checks ~11
+            if hit.path == path and hit.chunk.start < chunk.end and chunk.start < hit.chunk.end:
+                break
+        else:
+            hits.append(Hit(path, chunk, -negative))
+            if len(hits) >= limit:
+                break
     return hits
