@@ -1316,6 +1316,7 @@ class _Request:
         return local in ("self", "this", "cls") or bool(local_type and local_type[0] != local)
 
     def import_targets(self) -> _ImportTargets:
+        """The builder's memo of where this file's imported names are defined."""
         if self._import_targets is None:
             self._import_targets = self.builder.import_targets(
                 self.index, self.file_path, self.cursor.imports
