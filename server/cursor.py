@@ -950,10 +950,7 @@ def _in_header(scope: Node, child: Node) -> bool:
 
 
 def _scope_name(node: Node, source: bytes | None = None) -> str:
-    name = node.child_by_field_name("name") or node.child_by_field_name("type")
-    if name is None:
-        return ""
-    return _bytes_of(name, source).decode("utf-8", "replace")
+    return _text(node.child_by_field_name("name") or node.child_by_field_name("type"), source)
 
 
 def _first_line(node: Node, source: bytes | None = None) -> str:
@@ -1302,8 +1299,8 @@ class _Walker:
     # local types ----------------------------------------------------------------------------
 
     def text(self, node: Node | None) -> str:
-        """The text of `node` ("" for none)."""
-        return "" if node is None else _bytes_of(node, self.source).decode("utf-8", "replace")
+        """The text of `node` ("" for none), from this walk's source."""
+        return _text(node, self.source)
 
     def type_chain(self, node: Node | None) -> tuple[str, ...]:
         """The main type named by a type node: `Optional[repo.Repo]` -> ("repo", "Repo")."""
@@ -1344,10 +1341,9 @@ def type_chain(text: str) -> tuple[str, ...]:
     return ()
 
 
-def _text(node: Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode("utf-8", "replace")
+def _text(node: Node | None, source: bytes | None = None) -> str:
+    """The text of `node` ("" for none), read as `_bytes_of` reads it."""
+    return "" if node is None else _bytes_of(node, source).decode("utf-8", "replace")
 
 
 def _python_declarations(walker: _Walker, node: Node) -> Iterator[tuple[str, tuple[str, ...]]]:
