@@ -210,7 +210,19 @@ async def wait_for_metric(url: str, name: str, ok: Callable[[float], bool]) -> N
         if ok(await asyncio.to_thread(metric, url, name)):
             return
         await asyncio.sleep(0.05)
-    pytest.fail(f"{name} never satisfied the condition (last {metric(url, name)})")
+    engine = {watched: metric(url, watched) for watched in ENGINE_METRICS}
+    pytest.fail(f"{name} never satisfied the condition; the engine now: {engine}")
+
+
+ENGINE_METRICS = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    GENERATED,
+    FINISHED,
+    "vllm:prompt_tokens_total",
+    "vllm:num_preemptions_total",
+)
+"""What a failed wait reports, so that a CI failure says what the engine was doing."""
 
 
 async def test_a_broken_stream_is_resumed_into_vllms_own_answer(vllm_url: str) -> None:
