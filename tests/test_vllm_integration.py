@@ -146,6 +146,12 @@ async def test_completion_fallback_works_against_vllm(
         assert len(item) > len("width")
 
 
+RUNNING = "vllm:num_requests_running"
+WAITING = "vllm:num_requests_waiting"
+GENERATED = "vllm:generation_tokens_total"
+FINISHED = "vllm:request_success_total"
+
+
 async def test_a_cancelled_request_is_aborted_inside_vllm(
     fresh: LanguageClient, vllm_url: str, workspace: Path
 ) -> None:
@@ -194,14 +200,10 @@ async def test_a_cancelled_request_is_aborted_inside_vllm(
     assert metric(vllm_url, FINISHED) == finished_before, "the request ran to its end"
 
 
-GENERATED = "vllm:generation_tokens_total"
-FINISHED = "vllm:request_success_total"
-
-
 async def wait_until_idle(url: str) -> None:
     """No request in vLLM's engine, running or waiting."""
-    await wait_for_metric(url, "vllm:num_requests_running", lambda n: n == 0)
-    await wait_for_metric(url, "vllm:num_requests_waiting", lambda n: n == 0)
+    await wait_for_metric(url, RUNNING, lambda n: n == 0)
+    await wait_for_metric(url, WAITING, lambda n: n == 0)
 
 
 async def wait_for_metric(url: str, name: str, ok: Callable[[float], bool]) -> None:
@@ -215,8 +217,8 @@ async def wait_for_metric(url: str, name: str, ok: Callable[[float], bool]) -> N
 
 
 ENGINE_METRICS = (
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
+    RUNNING,
+    WAITING,
     GENERATED,
     FINISHED,
     "vllm:prompt_tokens_total",
