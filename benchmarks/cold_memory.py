@@ -33,9 +33,9 @@ from context_bench import python_files  # noqa: E402
 
 from cache.index import ProjectIndex  # noqa: E402
 from cache.queue import FileQueue  # noqa: E402
-from server.context import Budget, ContextBuilder  # noqa: E402
+from server.completion.context import Budget, ContextBuilder  # noqa: E402
+from server.completion.trees import DocumentTrees  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-from server.trees import DocumentTrees  # noqa: E402
 
 WAYS = ("first", "warm", "flushed")
 

@@ -53,7 +53,7 @@ def builds(
 
     from cache.index import ProjectIndex
     from cache.queue import FileQueue
-    from server.context import Budget, ContextBuilder
+    from server.completion.context import Budget, ContextBuilder
 
     index = ProjectIndex(workspace)
     index.build()
@@ -102,7 +102,7 @@ def open_trees() -> Any:
     """The checkout's `DocumentTrees`, where its builds read the open document's tree
     (the server passes it on since it parses documents as they open); else None."""
     try:
-        from server.trees import DocumentTrees
+        from server.completion.trees import DocumentTrees
     except ImportError:
         return None
     return DocumentTrees() if hasattr(DocumentTrees, "current") else None

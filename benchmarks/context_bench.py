@@ -41,10 +41,10 @@ from context_ab import sampled_files  # noqa: E402
 
 from cache.index import ProjectIndex  # noqa: E402
 from cache.queue import FileQueue  # noqa: E402
-from server.context import Budget, Context, ContextBuilder, estimate_tokens  # noqa: E402
-from server.cursor import analyse  # noqa: E402
+from server.completion.context import Budget, Context, ContextBuilder, estimate_tokens  # noqa: E402
+from server.completion.cursor import analyse  # noqa: E402
+from server.completion.trees import DocumentTrees  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-from server.trees import DocumentTrees  # noqa: E402
 
 
 def qwen_prompt(repo: str, path: str, context: Context) -> str:
@@ -83,7 +83,7 @@ def python_files(index: ProjectIndex, minimum: int = 400) -> list[str]:
 
 
 def time_cursor(index: ProjectIndex, files: list[str], samples: int, seed: int) -> None:
-    """`server.cursor.analyse` alone on a file of about 2,000 lines, without its tree."""
+    """`server.completion.cursor.analyse` alone on a file of about 2,000 lines, without its tree."""
     sized = []
     for path in files:
         record = index.records[path]

@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from repo_eval import completion_overrides, group_by_repo, prepare_workspace  # noqa: E402
 
 from cache.index import ProjectIndex  # noqa: E402
-from server.complete import settings_budget  # noqa: E402
+from server.completion.context import Budget, Context, ContextBuilder  # noqa: E402
+from server.completion.prompt import choose_template  # noqa: E402
+from server.completion.request import settings_budget  # noqa: E402
+from server.completion.trees import DocumentTrees  # noqa: E402
 from server.config import CompletionSettings  # noqa: E402
-from server.context import Budget, Context, ContextBuilder  # noqa: E402
-from server.prompt import choose_template  # noqa: E402
-from server.trees import DocumentTrees  # noqa: E402
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEYWORDS = frozenset(keyword.kwlist)
@@ -63,7 +63,7 @@ def checks(task: dict[str, Any], snippets: str, window: str) -> dict[str, bool]:
 
 
 def budget_of(settings: CompletionSettings) -> Budget:
-    """The server's budget for these settings (`server.complete.budget_for`), less the
+    """The server's budget for these settings (`server.completion.request.budget_for`), less the
     template's few fixed tokens."""
     return settings_budget(settings, reserved=16)
 

@@ -12,7 +12,7 @@ suggestion is what an editor would insert. The filled program is `prefix + sugge
     python ../shared/eval/fim/fim_eval.py --dataset single --completions single.jsonl
 
 `--raw FILE` asks the backend directly instead, with the prompt the server would build
-(server.complete.plan_request) and no stop rules of ours (only the template's stop
+(server.completion.request.plan_request) and no stop rules of ours (only the template's stop
 strings, up to --max-tokens): the model's raw output, kept to replay the server's filters
 offline (`--replay FILE`) while working on them. Only the server's figures are reported.
 """
@@ -35,12 +35,12 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from server.complete import CursorContext, Prompting, finish_text, plan_request  # noqa: E402
+from server.bench.editor_session import EditorSession  # noqa: E402
+from server.completion.prompt import choose_template  # noqa: E402
+from server.completion.request import CursorContext, Prompting, finish_text, plan_request  # noqa: E402
+from server.completion.token_count import load_token_counter  # noqa: E402
 from server.config import load_settings  # noqa: E402
-from server.editor_session import EditorSession  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-from server.prompt import choose_template  # noqa: E402
-from server.tokens import load_token_counter  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "eval" / "fim" / "data"
 FILES = {

@@ -24,7 +24,7 @@ fi
 export PYTHONPATH="$site"
 PYTHONPATH="$site:$repo" "$py" - <<'EOF' || { echo "the server cannot be imported"; return 1; }
 import importlib.metadata as md, sys
-import server.lsp, cache.index, tree_sitter_language_pack as pack
+import server.lsp.handlers, cache.index, tree_sitter_language_pack as pack
 pack.get_parser("python")
 names = ["pygls", "lsprotocol", "pydantic", "httpx", "anyio", "typing_extensions", "tree-sitter"]
 print(sys.version.split()[0], ", ".join(f"{n} {md.version(n)}" for n in names))

@@ -8,7 +8,7 @@
    server opens them (the cache queue activated, `ContextBuilder.prepare` run: not timed),
    then hovers at random identifiers of each file are timed as the handler runs them:
    the position converted to an offset (pygls' TextDocument, UTF-16), the name resolved
-   (`server.hover.hover_at`: cursor analysis, import-graph resolution, the completion
+   (`server.features.hover.hover_at`: cursor analysis, import-graph resolution, the completion
    context's memory), the markdown rendered and the identifier's range converted back.
    Reported for every hover and for those that found a definition in another file.
 2. Semantic tokens on files of about 2,000 lines: a first request (the whole parse, the
@@ -39,10 +39,10 @@ from pygls.workspace import TextDocument  # noqa: E402
 from cache.index import ProjectIndex  # noqa: E402
 from cache.paths import path_to_uri  # noqa: E402
 from cache.queue import FileQueue  # noqa: E402
-from server.context import ContextBuilder  # noqa: E402
-from server.hover import hover_at, render  # noqa: E402
-from server.metrics import percentile  # noqa: E402
-from server.semantic_tokens import (  # noqa: E402
+from server.completion.context import ContextBuilder  # noqa: E402
+from server.completion.trees import DocumentTrees  # noqa: E402
+from server.features.hover import hover_at, render  # noqa: E402
+from server.features.semantic_tokens.document import (  # noqa: E402
     FULL_LEGEND,
     Columns,
     DocumentTokens,
@@ -50,7 +50,7 @@ from server.semantic_tokens import (  # noqa: E402
     encode,
     project_names,
 )
-from server.trees import DocumentTrees  # noqa: E402
+from server.metrics import percentile  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -193,7 +193,7 @@ def main() -> None:
         f"index: {built.files} files in {time.perf_counter() - started:.1f} s "
         f"({built.reused} reused from the store)"
     )
-    gc.freeze()  # as the server does once the index is built (server.project)
+    gc.freeze()  # as the server does once the index is built (server.workspace.project)
     files = python_files(index)
     time_hovers(index, files, args.samples, args.per_file, args.seed)
     time_tokens(index, files, args.token_rounds, args.seed)

@@ -39,7 +39,7 @@ from typing import Any, TextIO
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from server.editor_session import EditorSession  # noqa: E402
+from server.bench.editor_session import EditorSession  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
 STRATEGY = "headstart"

@@ -5,7 +5,7 @@ the connection of the next completion response after a chosen number of bytes (a
 network fault: the client sees a reset mid-stream). For every stream the same request is
 made twice through the proxy: once unbroken (the reference, which also gives the
 response's size) and once broken at a uniformly random byte of that size, and resumed by
-`server.resume.resumable_stream`. Reported: the share of resumed outputs identical to the
+`server.backend.resume.resumable_stream`. Reported: the share of resumed outputs identical to the
 reference, and the extra time a resume costs (broken minus unbroken, p50/p99).
 
     python benchmarks/resume_bench.py [--streams 1000]            # the fake model (tests/)
@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from cutting_proxy import CuttingProxy  # noqa: E402
 
-from server.backend import CompletionBackend, CompletionRequest, StreamStats  # noqa: E402
+from server.backend.client import CompletionBackend, CompletionRequest, StreamStats  # noqa: E402
+from server.backend.resume import ResumePolicy, resumable_stream  # noqa: E402
 from server.config import BackendSettings  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-from server.resume import ResumePolicy, resumable_stream  # noqa: E402
 
 
 async def one_stream(
@@ -69,10 +69,10 @@ def vllm_requests(count: int, endpoint: str) -> list[CompletionRequest]:
     import fim_server_eval as fim  # benchmarks/, beside this file
     import httpx
 
-    from server.complete import Prompting
+    from server.completion.prompt import choose_template
+    from server.completion.request import Prompting
+    from server.completion.token_count import load_token_counter
     from server.config import load_settings
-    from server.prompt import choose_template
-    from server.tokens import load_token_counter
 
     models = httpx.get(f"{endpoint}/models", timeout=30).json()["data"]
     counter = load_token_counter(None, models[0].get("root") or models[0]["id"])

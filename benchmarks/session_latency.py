@@ -26,11 +26,11 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from server.complete import CursorContext, plan_request  # noqa: E402
+from server.bench.editor_session import EditorSession  # noqa: E402
+from server.completion.request import CursorContext, plan_request  # noqa: E402
+from server.completion.stops import apply_stops  # noqa: E402
 from server.config import CompletionSettings  # noqa: E402
-from server.editor_session import EditorSession  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-from server.stops import apply_stops  # noqa: E402
 
 SAMPLE = ROOT / "examples" / "sample_project"
 

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from tokenizers import Tokenizer  # noqa: E402
 
-from server.local_vllm import headstart_home  # noqa: E402
+from server.backend.local_vllm import headstart_home  # noqa: E402
+from server.completion.token_count import TokenCounter, find_tokenizer_file  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-from server.tokens import TokenCounter, find_tokenizer_file  # noqa: E402
 
 
 def find_qwen_tokenizer() -> Path | None:

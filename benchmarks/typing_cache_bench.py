@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai import FakeBackend  # noqa: E402
 
-from server.editor_session import EditorSession  # noqa: E402
+from server.bench.editor_session import EditorSession  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
 SERVER_TIME = re.compile(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from server import __version__
 
 if TYPE_CHECKING:
-    from server.backend_process import BackendStatus
+    from server.backend.process import BackendStatus
     from server.config import Settings
 
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve_lsp(tcp: str | None) -> int:
-    from server.lsp import server
+    from server.lsp.handlers import server
 
     server.configure_logging()
     if tcp:
@@ -177,8 +177,8 @@ def index_folder(root: Path, cache_dir: Path | None) -> int:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    """`headstart bench run|plot`; server.bench and server.bench_plots do the work."""
-    from server import bench
+    """`headstart bench run|plot`; server.bench.run and server.bench.plots do the work."""
+    from server.bench import run as bench
 
     if args.bench_command == "plot":
         return bench_plot(args.results)
@@ -235,7 +235,7 @@ def bench_plot(path: Path) -> int:
     except ImportError:
         print("headstart bench plot needs matplotlib (pip install matplotlib)", file=sys.stderr)
         return 1
-    from server.bench_plots import plot
+    from server.bench.plots import plot
 
     for written in plot(results, path.parent):
         print(f"wrote {written}")
@@ -243,7 +243,7 @@ def bench_plot(path: Path) -> int:
 
 
 def backend_command(args: argparse.Namespace) -> int:
-    """`headstart backend start|stop|status`; server.backend_process does the work."""
+    """`headstart backend start|stop|status`; server.backend.process does the work."""
     from server.config import SettingsError, load_settings
 
     local = {
@@ -271,7 +271,7 @@ def backend_command(args: argparse.Namespace) -> int:
 
 
 def backend_start(settings: Settings) -> int:
-    from server import backend_process as bp
+    from server.backend import process as bp
 
     spec = bp.LaunchSpec.from_settings(settings)
     interactive = sys.stderr.isatty()
@@ -309,7 +309,7 @@ def backend_start(settings: Settings) -> int:
 
 
 def backend_stop(timeout_s: float) -> int:
-    from server import backend_process as bp
+    from server.backend import process as bp
 
     stopped = bp.stop_backend(timeout_s)
     if stopped.state is None:
@@ -327,8 +327,8 @@ def backend_status(settings: Settings, *, as_json: bool = False) -> int:
 
     Exit code 0 when that backend answers (the local vLLM with backend.mode 'local', the
     configured URL otherwise), 1 when it does not."""
-    from server import backend_process as bp
-    from server.local_vllm import served_models
+    from server.backend import process as bp
+    from server.backend.local_vllm import served_models
 
     status = bp.backend_status()
     remote_models = (

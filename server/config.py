@@ -41,7 +41,7 @@ class _Section(BaseModel):
 
 
 class LocalBackendSettings(_Section):
-    """The vLLM that `backend.mode: local` starts on this machine (server.backend_process).
+    """The vLLM that `backend.mode: local` starts on this machine (server.backend.process).
 
     One such vLLM serves every editor window of the user: whichever server (or
     `headstart backend start`) comes first starts it, the others find it in the state file.
@@ -131,7 +131,8 @@ class BackendSettings(_Section):
 
 
 TemplateName = Literal["auto", "qwen", "starcoder2", "deepseek", "codellama", "codestral"]
-"""`completion.template`: "auto" (from the served model's name) or a family of server.prompt."""
+"""`completion.template`: "auto" (from the served model's name) or a family of
+server.completion.prompt."""
 
 
 class CompletionSettings(_Section):
@@ -219,7 +220,7 @@ class CompletionSettings(_Section):
 
 
 class RefactorSettings(_Section):
-    """Model-backed refactor code actions (server.refactor)."""
+    """Model-backed refactor code actions (server.features.refactor)."""
 
     max_tokens: int = Field(
         2048, ge=16, le=16_384, description="Token cap of the model's rewritten code."
@@ -247,6 +248,10 @@ class LogSettings(_Section):
         "inline completion: its stage timings ('timings'), and also the request sent to the "
         "backend ('requests'). For benchmarks (`headstart bench`) and debugging.",
     )
+
+
+SECTION = "headstart"
+"""The settings' section in workspace configuration and initializationOptions."""
 
 
 class Settings(_Section):

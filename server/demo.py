@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.editor_session import EditorSession
-from server.local_vllm import LocalBackend, served_models, start_local_vllm
+from server.backend.local_vllm import LocalBackend, served_models, start_local_vllm
+from server.bench.editor_session import EditorSession
 from server.metrics import percentile
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sample_project"

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.config import Settings
-from server.lsp import SECTION
+from server.config import SECTION, Settings
 
 JsonObject = dict[str, Any]
 

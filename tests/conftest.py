@@ -165,7 +165,7 @@ FAKE_VLLM = f"{shlex.quote(sys.executable)} {shlex.quote(str(TESTS / 'fake_vllm.
 def backend_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private HEADSTART_HOME (the local backend's state file, lock and log) for this
     test and the processes it starts; whatever backend is left running is stopped."""
-    from server.backend_process import stop_backend
+    from server.backend.process import stop_backend
 
     home = tmp_path / "home"
     monkeypatch.setenv("HEADSTART_HOME", str(home))

@@ -10,7 +10,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from tree_sitter import Node
 
-from server.cursor import parse
+from server.completion.cursor import parse
 
 SHOP = Path(__file__).resolve().parent / "fixtures" / "refactor_py"
 CHECKOUT = "shop/checkout.py"

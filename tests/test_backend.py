@@ -1,6 +1,6 @@
 """The backend client's rules that need no server."""
 
-from server.backend import key_may_travel
+from server.backend.client import key_may_travel
 
 
 def test_the_api_key_travels_only_over_tls_or_loopback() -> None:

@@ -20,7 +20,7 @@ import pytest
 from conftest import FAKE_VLLM, ROOT, server_env
 from fake_openai import FakeBackend
 
-from server.backend_process import (
+from server.backend.process import (
     COMMAND_ENV,
     SCRIPT,
     BackendStartError,

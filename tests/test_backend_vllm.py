@@ -19,8 +19,8 @@ import httpx
 import pytest
 from conftest import ROOT, server_env
 
-from server.backend_process import group_alive, stop_backend
-from server.local_vllm import cpu_build_python, headstart_home
+from server.backend.local_vllm import cpu_build_python, headstart_home
+from server.backend.process import group_alive, stop_backend
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(900)]
 

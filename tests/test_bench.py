@@ -21,9 +21,9 @@ from conftest import ROOT, server_env
 from fake_openai import FakeBackend
 from lsprotocol import types
 
-from server.bench_stats import histogram_quantile, metrics_delta, parse_metrics, summarize
-from server.bench_typing import TypingSession, TypingSpeed, lines_worth_typing
-from server.bench_user import SimulatedUser
+from server.bench.stats import histogram_quantile, metrics_delta, parse_metrics, summarize
+from server.bench.typing_sessions import TypingSession, TypingSpeed, lines_worth_typing
+from server.bench.user import SimulatedUser
 
 PROJECT = {
     "shop/prices.py": '''"""Prices."""

@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from tokenizer_helpers import tiny_tokenizer
 
 from cache.index import ProjectIndex
-from server.complete import CursorContext, Prompting, budget_for, plan_request
+from server.completion.context import ContextBuilder
+from server.completion.prompt import TEMPLATES
+from server.completion.request import CursorContext, Prompting, budget_for, plan_request
+from server.completion.token_count import TokenCounter
 from server.config import CompletionSettings
-from server.context import ContextBuilder
-from server.prompt import TEMPLATES
-from server.tokens import TokenCounter
 
 FIXTURE = Path(__file__).parent / "fixtures" / "context_py"
 SERVICE = "app/service.py"

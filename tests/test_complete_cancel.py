@@ -16,8 +16,8 @@ import httpx
 import pytest
 from fake_openai import FakeBackend
 
-from server.backend import CompletionBackend
-from server.complete import MAX_CANCELS, Completer, CursorContext, LatestOnly
+from server.backend.client import CompletionBackend
+from server.completion.request import MAX_CANCELS, Completer, CursorContext, LatestOnly
 from server.config import BackendSettings, CompletionSettings
 
 LINES = "".join(f"total_{n} = compute(items, {n})\n" for n in range(60))
@@ -121,7 +121,7 @@ async def test_a_cancelled_caller_is_answered_at_once_and_its_job_cancelled_unti
     caller = asyncio.create_task(latest.run("a.py", job.run()))
     await asyncio.wait_for(job.started.wait(), 5)
 
-    with caplog.at_level(logging.WARNING, logger="server.complete"):
+    with caplog.at_level(logging.WARNING, logger="server.completion.request"):
         caller.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(caller, 1.0)  # the job alone would take 30 s
@@ -176,7 +176,7 @@ async def test_a_job_that_ignores_every_cancel_is_left_with_an_error_not_retried
 
     caller = asyncio.create_task(latest.run("a.py", deaf()))
     await asyncio.sleep(0.01)
-    with caplog.at_level(logging.WARNING, logger="server.complete"):
+    with caplog.at_level(logging.WARNING, logger="server.completion.request"):
         caller.cancel()
         with pytest.raises(asyncio.CancelledError):
             await caller

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cache.index
-import server.context as server_context
+import server.completion.context as server_context
 from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
-from server import cursor as cursor_module
-from server.context import (
+from server.completion import cursor as cursor_module
+from server.completion.context import (
     DUPLICATE_JACCARD,
     Budget,
     Context,
@@ -30,7 +30,7 @@ from server.context import (
     jaccard,
     leaf_tokens,
 )
-from server.cursor import analyse, parser_for
+from server.completion.cursor import analyse, parser_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

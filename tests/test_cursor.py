@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server import cursor as cursor_module
-from server.cursor import (
+from server.completion import cursor as cursor_module
+from server.completion.cursor import (
     CALL,
     WINDOW_MAX_CHARS,
     Binding,
@@ -22,9 +22,9 @@ from server.cursor import (
     python_attribute_types,
     type_chain,
 )
-from server.cursor import _windows as _windows
-from server.cursor import parse as cursor_parse
-from server.stops import Mode
+from server.completion.cursor import _windows as _windows
+from server.completion.cursor import parse as cursor_parse
+from server.completion.stops import Mode
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -395,7 +395,7 @@ def test_imports_follow_every_keystroke(
     """A keystroke in a line of no import statement, with no import keyword, in a file
     with no unfinished import, reuses the last imports; any other edit reads them again.
     Either way each answer is that of a fresh read."""
-    import server.cursor as cursor
+    import server.completion.cursor as cursor
 
     unfinished = typed == "    Square)"
     template = IMPORTING.replace("|)", "|", 1) if unfinished else IMPORTING
@@ -421,7 +421,7 @@ def test_imports_follow_every_keystroke(
 def test_local_types_far_above_come_from_a_memo_of_their_statements() -> None:
     """Statements above the lines whose names count give only local types; those are
     kept by statement text, and a second analysis reads them back the same."""
-    import server.cursor as cursor
+    import server.completion.cursor as cursor
 
     text = (
         "def f(store: Store):\n    repo = Repo()\n    if store:\n        cache: Cache = make()\n"
@@ -445,7 +445,7 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
     another file's in between), the local types of the statements above the names and
     the names of those between them and the cursor's statement come from memos; every
     answer equals that of a parse and a walk from scratch."""
-    import server.cursor as cursor
+    import server.completion.cursor as cursor
 
     typed = "        self.store.save(item, n=n, label=os.path.join('a', util.x))\n"
     head = PY_SERVICE.replace("|", "")
@@ -467,7 +467,7 @@ def test_the_whole_files_tree_analyses_as_its_window_does() -> None:
     """With the document's tree (the server's, from its opening), the analysis walks the
     same lines without parsing them: the same scopes, names and local types, here for
     every cursor of a file, away from where a window's cut changes the parse."""
-    import server.cursor as cursor
+    import server.completion.cursor as cursor
 
     text = PY_SERVICE.replace("|", "") + "\n\ndef helper(x: WH) -> None:\n    y = x.run()\n"
     tree = parser_for("python").parse(text.encode())

@@ -6,7 +6,7 @@ from textwrap import dedent
 
 import pytest
 
-from server.file_head import import_statements
+from server.completion.file_head import import_statements
 
 
 def statements(source: str, language: str) -> list[str]:

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cache.index import ProjectIndex
-from server.context import ContextBuilder
-from server.cursor import analyse, chain_before
-from server.hover import _declared, hover_at, may_resolve
+from server.completion.context import ContextBuilder
+from server.completion.cursor import analyse, chain_before
+from server.features.hover import _declared, hover_at, may_resolve
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -61,7 +61,7 @@ def test_names_that_cannot_resolve() -> None:
 
 def declared_by_regex(text: str, head: str) -> bool:
     """The declaration test as it was first written, one regex per name: the reference
-    that the regex-free scan (`server.hover._declared`) must agree with."""
+    that the regex-free scan (`server.features.hover._declared`) must agree with."""
     escaped = re.escape(head)
     for pattern in (rf"{escaped}[ \t]*\??[ \t]*(?::(?!:)|=(?!=))", rf"as[ \t]+{escaped}\b"):
         for match in re.finditer(pattern, text):

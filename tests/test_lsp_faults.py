@@ -20,7 +20,7 @@ from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from server.local_vllm import free_port
+from server.backend.local_vllm import free_port
 
 TOTAL_TIMEOUT_S = 3.0  # fast_settings' totalTimeoutMs
 HANG_GUARD_S = TOTAL_TIMEOUT_S + 2.0  # a request must never take longer: not a speed test

@@ -10,7 +10,7 @@ from conftest import fast_settings
 from fake_openai import FakeBackend
 from lsp_helpers import RawPipe, spawned_server
 
-from server.local_vllm import free_port
+from server.backend.local_vllm import free_port
 
 INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
 

@@ -18,7 +18,7 @@ from lsp_helpers import logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from server.backend_process import COMMAND_ENV, check_health
+from server.backend.process import COMMAND_ENV, check_health
 
 TEXT = "total = 0\nx = \n"
 CURSOR = types.Position(line=1, character=4)

@@ -12,7 +12,7 @@ from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, open_document, suggestion
 from pytest_lsp import LanguageClient
 
-from server.local_vllm import free_port
+from server.backend.local_vllm import free_port
 
 STATUS = "$/headstart/status"
 

@@ -10,14 +10,14 @@ import pytest
 from tokenizer_helpers import real_qwen_tokenizer_file, tiny_tokenizer
 from tokenizers import Tokenizer
 
-from server.config import TemplateName
-from server.prompt import (
+from server.completion.prompt import (
     TEMPLATES,
     choose_template,
     family_for_model,
     path_comment,
 )
-from server.tokens import TokenCounter
+from server.completion.token_count import TokenCounter
+from server.config import TemplateName
 
 SNIPPETS = (
     ("pkg/models.py", "class Item:\n    price: float\n"),
@@ -147,7 +147,7 @@ def test_family_from_the_model_name(model: str | None, family: str | None) -> No
 
 
 def test_auto_choice_and_explicit_setting(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="server.prompt")
+    caplog.set_level(logging.INFO, logger="server.completion.prompt")
     assert choose_template("auto", "bigcode/starcoder2-3b").family == "starcoder2"
     assert choose_template("codestral", "Qwen/Qwen2.5-Coder-1.5B").family == "codestral"
     assert not caplog.records

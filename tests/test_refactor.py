@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.refactor import (
+from server.features.refactor import (
     RefactorError,
     RefactorKind,
     build_prompt,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fake_openai import CORRUPT_TEXT, FakeBackend
 
-from server.backend import BackendRefused, CompletionBackend, CompletionRequest, StreamStats
+from server.backend.client import BackendRefused, CompletionBackend, CompletionRequest, StreamStats
+from server.backend.resume import ResumePolicy, checksum, first_corrupt, resumable_stream
 from server.config import BackendSettings
-from server.resume import ResumePolicy, checksum, first_corrupt, resumable_stream
 
 TEXT = "total = 0\nfor item in items:\n    total += item.price\nreturn total\n"
 PROMPT = "def price(items):\n    <resume-test>"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from server.cursor import parse
-from server.semantic_tokens import (
+from server.completion.cursor import parse
+from server.features.semantic_tokens.document import (
     FULL_LEGEND,
     Columns,
     Legend,

@@ -17,9 +17,10 @@ import pytest
 
 from cache.index import ProjectIndex
 from cache.languages import language_for
-from server.context import ContextBuilder
-from server.cursor import parse
-from server.semantic_tokens import (
+from server.completion.context import ContextBuilder
+from server.completion.cursor import parse
+from server.completion.trees import DocumentTrees
+from server.features.semantic_tokens.document import (
     FULL_LEGEND,
     Columns,
     DocumentTokens,
@@ -28,8 +29,7 @@ from server.semantic_tokens import (
     encode,
     project_names,
 )
-from server.token_model import ProjectNames
-from server.trees import DocumentTrees
+from server.features.semantic_tokens.model import ProjectNames
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROJECT = FIXTURES / "tokens_multi"

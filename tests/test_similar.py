@@ -11,9 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cache.index import ProjectIndex
-from server.context import Budget, ContextBuilder, Snippet, build_context, estimate_tokens
-from server.cursor import analyse
-from server.similar import (
+from server.completion.context import (
+    Budget,
+    ContextBuilder,
+    Snippet,
+    build_context,
+    estimate_tokens,
+)
+from server.completion.cursor import analyse
+from server.completion.similar import (
     CHUNK_LINES,
     CHUNK_STRIDE,
     K1,

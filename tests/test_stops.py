@@ -1,6 +1,6 @@
 """Where suggestions end: mode choice and the stop rules, on plain strings."""
 
-from server.stops import Mode, analyse_cursor, apply_stops, salvage
+from server.completion.stops import Mode, analyse_cursor, apply_stops, salvage
 
 
 def test_mid_line_cursor_wants_one_line() -> None:

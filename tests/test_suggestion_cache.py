@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.suggestion_cache import SuggestionCache, premise
+from server.completion.suggestion_cache import SuggestionCache, premise
 
 FILE = "import os\n\n\ndef f(warehouse):\n    net = █\n    return net\n\n\nx = 1\n"
 SUGGESTION = "total_value(warehouse)"

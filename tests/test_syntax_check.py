@@ -1,6 +1,6 @@
 """The parse filter: a suggestion may not break a file that parsed."""
 
-from server.syntax_check import keep_parsing
+from server.completion.syntax_check import keep_parsing
 
 FILE = "import os\n\n\ndef f(xs):\n    total = 0\n    \n    return total\n\n\ndef g():\n    pass\n"
 CURSOR = FILE.index("    \n    return") + 4

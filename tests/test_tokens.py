@@ -10,7 +10,7 @@ import pytest
 from tokenizer_helpers import ROOT, real_qwen_tokenizer_file, save_tiny_tokenizer, tiny_tokenizer
 from tokenizers import Tokenizer
 
-from server.tokens import (
+from server.completion.token_count import (
     CHARS_PER_TOKEN,
     TokenCounter,
     _Counts,
@@ -140,7 +140,7 @@ def test_heuristic_counts_characters() -> None:
 def test_no_tokenizer_anywhere_means_the_estimate_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="server.tokens")
+    caplog.set_level(logging.INFO, logger="server.completion.token_count")
     counter = load_token_counter(None, "org/unknown-model", environ={"HF_HOME": str(tmp_path)})
     assert not counter.exact
     lines = [r.getMessage() for r in caplog.records if "token counting" in r.getMessage()]
@@ -150,7 +150,7 @@ def test_no_tokenizer_anywhere_means_the_estimate_with_one_log_line(
 def test_setting_as_a_folder_or_as_the_file(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="server.tokens")
+    caplog.set_level(logging.INFO, logger="server.completion.token_count")
     path = save_tiny_tokenizer(tmp_path / "my-model")
     for setting in (str(tmp_path / "my-model"), str(path)):
         counter = load_token_counter(setting, "Qwen/Qwen2.5-Coder-1.5B", environ={})

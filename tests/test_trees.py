@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_sitter import Node
 
-from server.cursor import parse, parser_for
-from server.reparse import edit_span, nearby_tree
-from server.trees import DocumentTrees
+from server.completion.cursor import parse, parser_for
+from server.completion.reparse import edit_span, nearby_tree
+from server.completion.trees import DocumentTrees
 
 SOURCE = "def f(a):\n    return a + 1\n\n\nclass C:\n    x = 'é😀'\n"
 EDITS = st.lists(

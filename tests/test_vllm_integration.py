@@ -27,13 +27,13 @@ from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from server.backend import CompletionBackend, CompletionRequest, StreamStats
-from server.complete import CursorContext, plan_request
+from server.backend.client import CompletionBackend, CompletionRequest, StreamStats
+from server.backend.local_vllm import headstart_home, start_local_vllm
+from server.backend.resume import ResumePolicy, resumable_stream
+from server.completion.request import CursorContext, plan_request
+from server.completion.stops import apply_stops
+from server.completion.token_count import load_token_counter
 from server.config import BackendSettings, CompletionSettings
-from server.local_vllm import headstart_home, start_local_vllm
-from server.resume import ResumePolicy, resumable_stream
-from server.stops import apply_stops
-from server.tokens import load_token_counter
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]  # vLLM's start counts too
 

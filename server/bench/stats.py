@@ -1,0 +1,136 @@
+"""The figures of one load step of `headstart bench`, from the users' records and vLLM's
+/metrics read before and after the step.
+
+Latency is reported as p50/p99/p999 (nearest rank), never as a mean. vLLM's counters are
+differences across the step, so a step is not charged for what came before it; its time to
+first token is estimated from the histogram's buckets (the bucket edge where the quantile
+falls), which is as precise as vLLM's buckets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from server.metrics import percentile
+
+Record = dict[str, Any]
+
+STAGES = ("model_info", "context", "prompt", "queue", "first_chunk", "stream", "filters")
+"""The server's stages in order (server.completion.request.Suggestion.timings_ms; `stream` counted
+here from the first chunk on); with `transport` (the round trip less the server's own
+time) they add up to keystroke-to-suggestion."""
+
+COUNTERS = {
+    "prefix_cache_queries": "vllm:prefix_cache_queries",
+    "prefix_cache_hits": "vllm:prefix_cache_hits",
+    "prompt_tokens": "vllm:prompt_tokens",
+    "generation_tokens": "vllm:generation_tokens",
+    "requests": "vllm:request_success",
+}
+TTFT = "vllm:time_to_first_token_seconds"
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([-+0-9.eEinfNa]+)$", re.M)
+_LE = re.compile(r'le="([^"]+)"')
+
+
+def parse_metrics(text: str) -> dict[str, Any]:
+    """vLLM's counters (summed over label sets) and its TTFT histogram's buckets."""
+    counters: dict[str, float] = defaultdict(float)
+    buckets: dict[float, float] = defaultdict(float)
+    for name, labels, value in _SAMPLE.findall(text):
+        for key, metric in COUNTERS.items():
+            if name in (metric, metric + "_total"):
+                counters[key] += float(value)
+        if name == TTFT + "_bucket":
+            edge = _LE.search(labels or "")
+            if edge:
+                buckets[float(edge.group(1))] += float(value)
+    return {"counters": dict(counters), "ttft_buckets": dict(buckets)}
+
+
+def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """What vLLM did during a step: prefix-cache hit ratio, throughput, TTFT quantiles."""
+    counts = {
+        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0) for key in COUNTERS
+    }
+    queries = counts["prefix_cache_queries"]
+    buckets = {
+        edge: after["ttft_buckets"].get(edge, 0.0) - before["ttft_buckets"].get(edge, 0.0)
+        for edge in after["ttft_buckets"]
+    }
+    return {
+        "prefixCacheHitRatio": counts["prefix_cache_hits"] / queries if queries else None,
+        "promptTokensPerS": counts["prompt_tokens"] / seconds,
+        "generationTokensPerS": counts["generation_tokens"] / seconds,
+        "requestsPerS": counts["requests"] / seconds,
+        "ttftMs": {f"p{q:g}": histogram_quantile(buckets, q) for q in (50, 99)},
+        "counts": counts,
+    }
+
+
+def histogram_quantile(buckets: dict[float, float], q: float) -> float | None:
+    """The upper edge (ms) of the cumulative bucket where the q-th percentile falls."""
+    if not buckets:
+        return None
+    edges = sorted(buckets)
+    total = buckets[edges[-1]]
+    if total <= 0:
+        return None
+    for edge in edges:
+        if buckets[edge] >= total * q / 100:
+            return edge * 1000
+    return None
+
+
+def quantiles(values: list[float]) -> dict[str, float | int | None]:
+    """n, p50, p99 and p999 of `values` (None when there are none)."""
+    if not values:
+        return {"n": 0, "p50": None, "p99": None, "p999": None}
+    return {
+        "n": len(values),
+        "p50": percentile(values, 50),
+        "p99": percentile(values, 99),
+        "p999": percentile(values, 99.9),
+    }
+
+
+def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[str, Any]:
+    """The users' side of one step: outcomes, keystroke-to-suggestion, stages, cache."""
+    keys = [r for r in records if "outcome" in r]
+    answered = [r for r in keys if r["outcome"] == "answered" and "error" not in r]
+    cached = [r for r in answered if r.get("cached")]
+    model = [r for r in answered if not r.get("cached")]
+    stages: dict[str, list[float]] = defaultdict(list)
+    for record in model:
+        timings = dict(record.get("timings") or {})
+        if "stream" in timings and "first_chunk" in timings:
+            timings["stream"] -= timings["first_chunk"]
+        for stage in STAGES:
+            if stage in timings:
+                stages[stage].append(timings[stage])
+        if record.get("serverMs") is not None:
+            stages["transport"].append(max(0.0, record["ms"] - record["serverMs"]))
+    outcomes: dict[str, int] = defaultdict(int)
+    for record in keys:
+        outcomes["error" if "error" in record else record["outcome"]] += 1
+    errors = sorted({str(r["error"]) for r in keys if "error" in r})
+    return {
+        "keys": len(keys),
+        "keysPerS": len(keys) / seconds,
+        "outcomes": dict(outcomes),
+        "accepted": sum(1 for r in records if "accepted" in r),
+        "rightSuggestions": sum(1 for r in answered if r.get("right")),
+        "completionCacheHitRatio": len(cached) / len(answered) if answered else None,
+        "keystrokeToSuggestionMs": quantiles([r["ms"] for r in answered]),
+        "modelRequestsMs": quantiles([r["ms"] for r in model]),
+        "cacheHitsMs": quantiles([r["ms"] for r in cached]),
+        "stagesMs": {stage: quantiles(values) for stage, values in stages.items()},
+        "driverLagMs": quantiles(lags),
+        "errors": errors[:10],
+    }
+
+
+def keystroke_latencies(records: list[Record]) -> list[float]:
+    """Keystroke-to-suggestion of every answered key (for the CDF plot)."""
+    return [r["ms"] for r in records if r.get("outcome") == "answered" and "error" not in r]

@@ -1,0 +1,1 @@
+"""The request path: cursor analysis, context, prompts, stops and the suggestion cache."""

@@ -1,0 +1,456 @@
+"""One completion request, from document and cursor to suggestion text.
+
+LSP-free: the handlers in `server.lsp` turn positions into offsets and call `Completer`.
+A newer request for the same document supersedes the older one, whose upstream stream is
+closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import AsyncGenerator, Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from tree_sitter import Tree
+
+from server.backend.client import (
+    BackendError,
+    CompletionBackend,
+    CompletionRequest,
+    ModelInfo,
+    StreamStats,
+)
+from server.backend.resume import Decode, ResumePolicy, resumable_stream
+from server.completion.context import Budget, Context, ContextBuilder
+from server.completion.prompt import PromptTemplate, choose_template
+from server.completion.stops import (
+    CursorShape,
+    Mode,
+    analyse_cursor,
+    apply_stops,
+    indent_width,
+    line_end,
+    salvage,
+)
+from server.completion.syntax_check import keep_parsing
+from server.completion.token_count import TokenCounter, load_token_counter
+from server.config import BackendSettings, CompletionSettings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+NO_PROJECT = ContextBuilder(None)
+"""The builder for files outside any indexed root (or before indexing ends): the current
+file alone."""
+
+
+@dataclass(frozen=True)
+class CursorContext:
+    """A document's text and the cursor offset in it (code points), and where it lives."""
+
+    text: str
+    offset: int
+    file_path: str
+    """Relative to its workspace root, as prompts and the project index name it."""
+    repo_name: str
+    language: str | None = None
+    builder: ContextBuilder = NO_PROJECT
+    tree: Tree | None = None
+    """The whole document's tree of `text`, where the server holds one for it."""
+
+
+@dataclass(frozen=True)
+class Prompting:
+    """How prompts are written and measured for the served model."""
+
+    template: PromptTemplate
+    counter: TokenCounter
+
+
+DEFAULT_PROMPTING = Prompting(choose_template("qwen", None), TokenCounter())
+
+
+@dataclass
+class Suggestion:
+    text: str
+    mode: Mode
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    """Milliseconds per stage: model_info, context (choose what goes in the prompt), prompt
+    (render it), queue (waiting for a request slot), first_chunk, stream, filters, total."""
+    error: str | None = None
+    resumes: int = 0
+    request: CompletionRequest | None = None
+    """What was sent to the backend (None when the suggestion cache answered)."""
+    more: asyncio.Task[str] | None = None
+    """The stream kept going in the background after a one-line suggestion: it gives the
+    suggestion with the lines that follow it, to the end of the block."""
+
+
+JOIN_SLACK = 4
+"""Tokens kept free for the joins of prefix and suffix with the template's markers: the
+parts are counted apart, and a BPE tokenizer may split the joined text into a token more
+at each of the four joins."""
+
+
+def tokenizer_home(model: ModelInfo) -> str:
+    """Where the model's tokenizer may be: the folder vLLM loaded it from, else its name."""
+    if model.root and os.path.isabs(model.root):
+        return model.root
+    return model.id
+
+
+def budget_for(settings: CompletionSettings, prompting: Prompting, ctx: CursorContext) -> Budget:
+    """The token budget of the context: the total less the template's own fixed parts.
+
+    Those are measured with one empty snippet, since some templates add parts only when
+    there are snippets (the current file's path comment in Code Llama's and Codestral's);
+    the empty snippet's own markers are then a few tokens to spare."""
+    template, count = prompting.template, prompting.counter.count
+    bare = template.render(
+        repo_name=ctx.repo_name, snippets=[("", "")], file_path=ctx.file_path, prefix="", suffix=""
+    )
+    return settings_budget(settings, reserved=count(bare) + JOIN_SLACK)
+
+
+def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
+    """The completion settings' shares of the budget, `reserved` tokens taken off first."""
+    return Budget(
+        total=settings.context_tokens,
+        suffix_share=settings.suffix_share,
+        cross_file_share=settings.cross_file_share,
+        reserved=reserved,
+        similar_share=min(
+            settings.similar_code_share,
+            max(0.0, 0.9 - settings.suffix_share - settings.cross_file_share),
+        ),
+        head_share=settings.imports_share,
+    )
+
+
+def plan_request(
+    ctx: CursorContext, settings: CompletionSettings, prompting: Prompting = DEFAULT_PROMPTING
+) -> tuple[CompletionRequest, CursorShape]:
+    """The request to send for this cursor, and the shape its stop rules need."""
+    context = build_context(ctx, settings, prompting)
+    return render_request(ctx, context, settings, prompting)
+
+
+def build_context(
+    ctx: CursorContext, settings: CompletionSettings, prompting: Prompting
+) -> Context:
+    """The cross-file snippets, prefix and suffix that fit the budget (the context stage)."""
+    template, counter = prompting.template, prompting.counter
+
+    def overhead(path: str) -> int:
+        return counter.count(template.snippet(path, "")) + 1
+
+    return ctx.builder.build(
+        ctx.file_path,
+        ctx.text,
+        ctx.offset,
+        ctx.language,
+        budget_for(settings, prompting, ctx),
+        counter.count_lines,
+        overhead,
+        ctx.tree,
+    )
+
+
+def render_request(
+    ctx: CursorContext, context: Context, settings: CompletionSettings, prompting: Prompting
+) -> tuple[CompletionRequest, CursorShape]:
+    """The context rendered with the model's template into a request (the prompt stage)."""
+    assert context.cursor is not None  # build() always analyses the cursor
+    shape = dataclasses.replace(context.cursor.shape, max_lines=settings.max_lines)
+    prompt = prompting.template.prompt(
+        repo_name=ctx.repo_name,
+        snippets=context.files(),
+        file_path=ctx.file_path,
+        prefix=context.prefix,
+        suffix=context.suffix,
+    )
+    one_line = shape.mode is Mode.LINE and not settings.continue_in_background
+    request = CompletionRequest(
+        prompt=prompt.text,
+        max_tokens=settings.max_tokens if one_line else settings.multiline_max_tokens,
+        stop=prompt.stop,
+        stop_token_ids=prompt.stop_token_ids,
+        temperature=settings.temperature,
+    )
+    return request, shape
+
+
+def finish_text(raw: str, shape: CursorShape, text: str, offset: int, language: str | None) -> str:
+    """A whole stream's text as the user sees it: cut by the stop rules, then checked not
+    to break a file that parsed."""
+    kept = apply_stops(raw, shape, final=True)[0]
+    return keep_parsing(text, offset, kept, language)
+
+
+class Completer:
+    """Builds the prompt, streams from the backend, applies the stop rules."""
+
+    def __init__(self, backend: CompletionBackend) -> None:
+        self.backend = backend
+        self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
+        self._slots: tuple[int, asyncio.Semaphore] | None = None
+
+    def slots(self, limit: int) -> asyncio.Semaphore:
+        """The global cap on model requests in flight, across documents (each document
+        has at most one already: a newer request cancels the older)."""
+        if self._slots is None or self._slots[0] != limit:
+            self._slots = (limit, asyncio.Semaphore(limit))
+        return self._slots[1]
+
+    async def prompting(self, settings: CompletionSettings) -> Prompting:
+        """The template and token counter for the served model; the tokenizer is loaded
+        once per model (~0.4 s, off the event loop)."""
+        model = await self.backend.model()
+        key = (settings.template, settings.tokenizer, model.id)
+        if key not in self._prompting:
+            counter = await asyncio.to_thread(
+                load_token_counter, settings.tokenizer, tokenizer_home(model)
+            )
+            template = choose_template(settings.template, model.id, counter)
+            self._prompting[key] = Prompting(template, counter)
+        return self._prompting[key]
+
+    async def complete(self, ctx: CursorContext, settings: CompletionSettings) -> Suggestion:
+        started = time.perf_counter()
+        try:
+            prompting = await self.prompting(settings)
+        except BackendError as exc:  # the stream would fail the same way: say so once
+            log.warning("backend: %s", exc)
+            return Suggestion(text="", mode=Mode.LINE, error=str(exc))
+        raise_if_cancelled()
+        planned = time.perf_counter()
+        context = build_context(ctx, settings, prompting)
+        built = time.perf_counter()
+        request, shape = render_request(ctx, context, settings, prompting)
+        decode = prompting.counter.decode if prompting.counter.exact else None
+        queued = time.perf_counter()
+        follow = settings.continue_in_background and shape.mode is Mode.LINE
+        async with self.slots(settings.max_concurrent_requests):
+            stats = StreamStats()
+            text, error, rest = await self._stream_until_stop(
+                request, shape, stats, decode, keep_open=follow, line_cap=settings.max_tokens
+            )
+        streamed = time.perf_counter()
+        text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
+        finished = time.perf_counter()
+        suggestion = Suggestion(text=text, mode=shape.mode, error=error, request=request)
+        suggestion.timings_ms = {
+            "model_info": (planned - started) * 1000,
+            "context": (built - planned) * 1000,
+            "prompt": (queued - built) * 1000,
+            "queue": (stats.started - queued) * 1000,
+            "first_chunk": (stats.first_chunk or 0.0) * 1000,
+            "stream": (streamed - stats.started) * 1000,
+            "filters": (finished - streamed) * 1000,
+            "total": (finished - started) * 1000,
+        }
+        suggestion.resumes = stats.resumes
+        if rest is not None:
+            stream, received = rest
+            block = continuation_shape(ctx, shape)
+            suggestion.more = asyncio.create_task(self._continue(stream, received, block, ctx))
+        return suggestion
+
+    async def _continue(
+        self, stream: AsyncGenerator[str], received: str, block: CursorShape, ctx: CursorContext
+    ) -> str:
+        """The rest of a one-line suggestion's stream, cut by the block's stop rules."""
+        text = received
+        timeout_s = self.backend.settings.total_timeout_ms / 1000
+        try:
+            async with asyncio.timeout(timeout_s):
+                async for snapshot in stream:
+                    text = snapshot
+                    kept, done = apply_stops(text, block, final=False)
+                    if done:
+                        break
+                else:
+                    kept = apply_stops(text, block, final=True)[0]
+        except (BackendError, TimeoutError) as exc:
+            kept = salvage(text, block)
+            log.debug("background continuation ended early: %s", exc or "timeout")
+        finally:
+            await stream.aclose()
+        return keep_parsing(ctx.text, ctx.offset, kept, ctx.language)
+
+    async def _stream_until_stop(
+        self,
+        request: CompletionRequest,
+        shape: CursorShape,
+        stats: StreamStats,
+        decode: Decode | None = None,
+        keep_open: bool = False,
+        line_cap: int | None = None,
+    ) -> tuple[str, str | None, tuple[AsyncGenerator[str], str] | None]:
+        """The suggestion, the error that ended it early, and, with `keep_open`, the
+        still-open stream and its text so far, when the suggestion was complete before the
+        stream was. A line still open after `line_cap` chunks (about as many tokens) is
+        answered as it is and its stream closed: a request kept open for the block must
+        not make a one-line answer wait longer than `maxTokens` would."""
+        received = ""
+        timeout_s = self.backend.settings.total_timeout_ms / 1000
+        policy = resume_policy(self.backend.settings)
+        try:
+            async with asyncio.timeout(timeout_s):
+                stream: AsyncGenerator[str] = resumable_stream(
+                    self.backend, request, policy, stats, decode
+                )
+                handed_over = False
+                try:
+                    async for snapshot in stream:
+                        raise_if_cancelled()
+                        received = snapshot
+                        kept, done = apply_stops(received, shape, final=False)
+                        if done:
+                            handed_over = keep_open
+                            return kept, None, (stream, received) if keep_open else None
+                        if keep_open and line_cap is not None and stats.chunks >= line_cap:
+                            return apply_stops(received, shape, final=True)[0], None, None
+                finally:
+                    if not handed_over:
+                        await stream.aclose()
+            return apply_stops(received, shape, final=True)[0], None, None
+        except BackendError as exc:
+            error = str(exc)
+        except TimeoutError:
+            error = f"completion took longer than {timeout_s * 1000:.0f} ms"
+        kept = salvage(received, shape)
+        log.warning("backend: %s (kept %d of %d characters)", error, len(kept), len(received))
+        return kept, error, None
+
+
+def raise_if_cancelled() -> None:
+    """Stop the current task if anyone asked it to stop, even where the CancelledError
+    itself was lost below us (a library that catches it and goes on): the task still
+    counts the request. In CI a `$/cancelRequest` once left a 3,000-token stream running
+    to its end; this makes such a stream stop at its next chunk."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        log.warning("a cancellation was lost on the way; stopping the request now")
+        raise asyncio.CancelledError
+
+
+def continuation_shape(ctx: CursorContext, shape: CursorShape) -> CursorShape:
+    """The stop rules for the lines after a one-line suggestion: the block the cursor's
+    line is in goes on while lines keep at least that line's indentation."""
+    line_start = ctx.text.rfind("\n", 0, ctx.offset) + 1
+    line = ctx.text[line_start : ctx.offset]
+    return dataclasses.replace(
+        shape, mode=Mode.BLOCK, block_indent=indent_width(line), closer=None, first_indent=0
+    )
+
+
+def cut_for_cursor(rest: str, ctx: CursorContext) -> str:
+    """What to show of a remembered suggestion's rest at this cursor: in the middle of a
+    line, that line only (or, at its end, the next line); on a blank line, all of it."""
+    if "\n" not in rest:
+        return rest
+    shape = analyse_cursor(ctx.text[: ctx.offset], ctx.text[ctx.offset : ctx.offset + 400])
+    if shape.mode is Mode.BLOCK:
+        return rest
+    end = line_end(rest, shape)
+    return rest if end < 0 else rest[:end]
+
+
+def resume_policy(settings: BackendSettings) -> ResumePolicy:
+    return ResumePolicy(
+        max_retries=settings.max_retries,
+        backoff_ms=settings.retry_backoff_ms,
+        overlap_tokens=settings.resume_overlap_tokens,
+        min_valid_tokens=settings.min_valid_tokens,
+    )
+
+
+MAX_CANCELS: Final = 30
+"""How often `LatestOnly` cancels a job again (a second apart) before it gives up on it."""
+
+
+class LatestOnly:
+    """Runs at most one job per key: a newer job cancels the older one's work.
+
+    A caller that is cancelled ($/cancelRequest) is answered at once, without waiting for
+    its job. The job is cancelled behind it, and cancelled again every `retry_s` seconds
+    until it ends, with a warning that says where it waits: a library that swallows a
+    CancelledError must neither hold the editor's reply nor keep a model stream open.
+    """
+
+    def __init__(self, retry_s: float = 1.0) -> None:
+        self.retry_s = retry_s
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._stopping: dict[asyncio.Task[Any], asyncio.Task[None]] = {}
+
+    async def run(self, key: str, job: Awaitable[T]) -> T | None:
+        """The job's result, or None if a newer job for the same key superseded it."""
+        self.cancel(key)
+        task: asyncio.Task[T] = asyncio.ensure_future(job)
+        self._running[key] = task
+        try:
+            await asyncio.wait({task})  # unlike `await task`, our own cancel ends this at once
+        except asyncio.CancelledError:
+            self._stop(task)
+            raise
+        finally:
+            if self._running.get(key) is task:
+                del self._running[key]
+        return None if task.cancelled() else task.result()
+
+    def cancel(self, key: str) -> None:
+        """Cancel the job running for `key`, as a newer one would."""
+        older = self._running.get(key)
+        if older is not None:
+            self._stop(older)
+
+    async def cancel_all(self, wait_s: float = 5.0) -> None:
+        """Cancel every job, and wait up to `wait_s` for them to end (at shutdown)."""
+        for task in list(self._running.values()):
+            self._stop(task)
+        if self._stopping:
+            await asyncio.wait(set(self._stopping.values()), timeout=wait_s)
+
+    def _stop(self, task: asyncio.Task[Any]) -> None:
+        if task.done() or task in self._stopping:
+            return
+        task.cancel()
+        stopper = asyncio.ensure_future(self._cancel_until_done(task))
+        self._stopping[task] = stopper
+        stopper.add_done_callback(lambda _: self._stopping.pop(task, None))
+
+    async def _cancel_until_done(self, task: asyncio.Task[Any]) -> None:
+        started = time.perf_counter()
+        for _ in range(MAX_CANCELS):
+            if (await asyncio.wait({task}, timeout=self.retry_s))[0]:
+                return
+            log.warning(
+                "a cancelled completion is still running %.1f s later; cancelling it again. "
+                "It waits in: %s",
+                time.perf_counter() - started,
+                awaiting(task),
+            )
+            task.cancel()
+        log.error("a cancelled completion ignored %d cancels; left running", MAX_CANCELS)
+
+
+def awaiting(task: asyncio.Task[Any]) -> str:
+    """Where a task waits: its coroutine, then each one it awaits, as far as Python shows
+    the chain (an async generator's step hides what it awaits), then the future itself."""
+    frames = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+        if frame is None:
+            frames.append(type(awaited).__name__)
+            break
+        frames.append(f"{frame.f_code.co_qualname} ({frame.f_code.co_filename}:{frame.f_lineno})")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+    waiter = getattr(task, "_fut_waiter", None)
+    return " -> ".join(frames) + (f" -> {waiter!r}" if waiter is not None else "")

@@ -1,0 +1,1 @@
+"""Editor features beside completion: refactor code actions, semantic tokens, hovers."""

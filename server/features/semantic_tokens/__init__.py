@@ -1,0 +1,1 @@
+"""Semantic tokens: one classifier per language and the document's encoded tokens."""

@@ -1,0 +1,745 @@
+"""Semantic tokens: what each name is, from tree-sitter and the project index (Python
+here; the other languages in their own modules).
+
+Editors colour syntax already; what they cannot know alone is what a *name* stands for:
+a parameter or a module-level constant, a method or a property, a builtin, or a name
+that comes from another file of the project. This module answers that for every
+identifier of a Python file, LSP-free:
+
+- `classify` walks one tree-sitter parse of the file with Python's scoping rules (module,
+  class, function, lambda and comprehension scopes; a name bound anywhere in a function is
+  local to all of it; class bodies are not seen from their methods; `global`/`nonlocal`),
+  and the imported names come from `ProjectNames`, which the caller resolves through the
+  project cache (`project_names`): a name that resolves to another project file gets the
+  custom `crossFile` modifier and its real kind (class, function, variable, module).
+- `Legend.for_client` picks the legend from what the client says it supports: a kind the
+  client lacks falls back to a near one (method → function, property → variable), or is
+  left out; the custom modifier is always announced (clients ignore what they do not know).
+- `encode` turns tokens into LSP's relative integer form in the negotiated position
+  encoding; `delta` diffs two encodings into one edit.
+- `DocumentTokens` keeps each document's last result, so `full/delta` answers against
+  the previous result id; the trees come from `server.completion.trees` (incremental
+  re-parses).
+
+TypeScript/TSX/JavaScript, Go, Rust and Java are classified by the modules `typescript`,
+`go`, `rust` and `java` beside this one (on the shared `walker`);
+`classify_any` dispatches by language and returns None for a language without tokens.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import posixpath
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from tree_sitter import Node
+
+from server.completion.context import CLASS_KINDS, ContextBuilder
+from server.completion.cursor import analyse, file_imports
+from server.completion.trees import DocumentTrees
+from server.features.semantic_tokens import go as tokens_go
+from server.features.semantic_tokens import java as tokens_java
+from server.features.semantic_tokens import rust as tokens_rust
+from server.features.semantic_tokens import typescript as tokens_ts
+from server.features.semantic_tokens.model import (
+    CONSTANT,
+    CROSS_FILE,
+    Binding,
+    ProjectName,
+    ProjectNames,
+    Token,
+    guess_imported,
+)
+
+TOKEN_TYPES: Final = (
+    "namespace",
+    "type",
+    "class",
+    "function",
+    "method",
+    "parameter",
+    "variable",
+    "property",
+)
+"""The kinds of names this module tells apart, in the order of the full legend."""
+TOKEN_MODIFIERS: Final = ("declaration", "readonly", "async", "defaultLibrary", CROSS_FILE)
+FALLBACKS: Final[Mapping[str, tuple[str, ...]]] = {
+    "namespace": ("namespace",),
+    "type": ("type", "class"),
+    "class": ("class", "type"),
+    "function": ("function", "method"),
+    "method": ("method", "function"),
+    "parameter": ("parameter", "variable"),
+    "variable": ("variable",),
+    "property": ("property", "variable"),
+}
+"""For a kind the client does not support, the kinds to use instead, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Legend:
+    """The announced legend, and how this module's kinds and modifiers map onto it."""
+
+    token_types: tuple[str, ...]
+    token_modifiers: tuple[str, ...]
+    type_index: Mapping[str, int]
+    """Our kind -> its index in `token_types` (after fallbacks); absent: not sent."""
+    modifier_bits: Mapping[str, int]
+
+    @classmethod
+    def for_client(
+        cls, client_types: Sequence[str] | None, client_modifiers: Sequence[str] | None
+    ) -> Legend:
+        """The legend for a client that lists these (None: it did not say; all of ours)."""
+        wanted = set(client_types) if client_types is not None else set(TOKEN_TYPES)
+        chosen: dict[str, str] = {}
+        for kind in TOKEN_TYPES:
+            found = next((k for k in FALLBACKS[kind] if k in wanted), None)
+            if found is not None:
+                chosen[kind] = found
+        announced = tuple(dict.fromkeys(k for k in TOKEN_TYPES if k in chosen.values()))
+        index = {kind: announced.index(target) for kind, target in chosen.items()}
+        known = set(client_modifiers) if client_modifiers is not None else set(TOKEN_MODIFIERS)
+        modifiers = tuple(m for m in TOKEN_MODIFIERS if m in known or m == CROSS_FILE)
+        bits: dict[str, int] = {m: 1 << i for i, m in enumerate(modifiers)}
+        return cls(announced, modifiers, index, bits)
+
+
+FULL_LEGEND: Final = Legend.for_client(None, None)
+
+
+# --- what the project says about imported names ---------------------------------------------
+
+
+def _kind_of(kind: str) -> str:
+    if kind in CLASS_KINDS and kind != "type":
+        return "class"
+    if kind == "type":
+        return "type"
+    if kind in ("function", "method"):
+        return kind
+    if kind in ("module", "package", "namespace"):
+        return "namespace"
+    return "variable"
+
+
+def _project_name(
+    kind: str, name: str, members: Mapping[str, ProjectName] | None = None, member: bool = False
+) -> ProjectName:
+    mapped = _kind_of(kind)
+    if member and mapped == "variable":
+        mapped = "property"
+    constant = kind == "constant" or bool(CONSTANT.match(name))
+    return ProjectName(
+        mapped, True, readonly=mapped in ("variable", "property") and constant, members=members
+    )
+
+
+def project_names(
+    builder: ContextBuilder, file_path: str, text: str, language: str = "python"
+) -> ProjectNames:
+    """Resolve what `text` (the content of `file_path`) imports, through the builder's
+    import-graph resolution (the same as completion's context uses): which imported names
+    are defined in other project files, and as what; for a module, its top-level names
+    (a Go package: those of every file of its directory), for a class, its members. Run
+    it on the event loop: the builder is not meant for several threads."""
+    if builder.index is None:
+        return ProjectNames()
+    imports = file_imports(text, language)
+    if not imports.bindings:
+        return ProjectNames()
+    cursor = analyse(text, 0, language, names=False)
+    names: dict[str, ProjectName] = {}
+    for local in imports.bindings:
+        target = builder.resolve(file_path, text, cursor, tuple(local.split(".")))
+        if target is None or target.path == file_path:
+            continue
+        head = local.split(".")[0]
+        if target.definition is None:
+            members: dict[str, ProjectName] = {}
+            for path in _module_files(builder, target.path, language):
+                defs = builder.file_defs(path)
+                for definition in defs.members.get("", ()) if defs is not None else ():
+                    members.setdefault(
+                        definition.name, _project_name(definition.kind, definition.name)
+                    )
+            names[local if "." not in local else head] = ProjectName(
+                "namespace", True, members=members if "." not in local else None
+            )
+        else:
+            definition = target.definition
+            defs = builder.file_defs(target.path)
+            own = defs.members.get(definition.qualified_name, ()) if defs is not None else ()
+            names[local] = _project_name(
+                definition.kind,
+                definition.name,
+                {m.name: _project_name(m.kind, m.name, member=True) for m in own} or None,
+            )
+    return ProjectNames(names)
+
+
+def _module_files(builder: ContextBuilder, path: str, language: str) -> list[str]:
+    """The files that make up the module `path` stands for: a Go package is its
+    directory's Go files."""
+    if language != "go":
+        return [path]
+    files = builder.directories().get(posixpath.dirname(path), [path])
+    return [f for f in files if f.endswith(".go") and not f.endswith("_test.go")]
+
+
+# --- classification ---------------------------------------------------------------------------
+
+_BUILTIN_KINDS: Final[Mapping[str, str]] = {
+    name: ("class" if isinstance(value, type) else "function" if callable(value) else "variable")
+    for name, value in vars(builtins).items()
+    if not name.startswith("_") or name in ("__name__", "__file__", "__doc__", "__debug__")
+}
+_COMPREHENSIONS: Final = frozenset(
+    {"list_comprehension", "set_comprehension", "dictionary_comprehension", "generator_expression"}
+)
+_TARGET_CONTAINERS: Final = frozenset(
+    {"pattern_list", "tuple_pattern", "list_pattern", "parenthesized_expression", "tuple", "list",
+     "list_splat_pattern", "expression_list", "as_pattern_target"}
+)  # fmt: skip
+_SKIPPED: Final = frozenset(
+    {"comment", "escape_sequence", "string_content", "string_start", "string_end", "integer",
+     "float", "true", "false", "none"}
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Scope:
+    kind: str
+    """"module", "class", "function", "lambda" or "comprehension"."""
+    parent: _Scope | None
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    globals: set[str] = field(default_factory=set)
+    nonlocals: set[str] = field(default_factory=set)
+
+    def bind(self, name: str, kind: str, modifiers: frozenset[str] = frozenset()) -> bool:
+        """Bind `name` here (its first binding wins); whether this was the first."""
+        if name in self.globals or name in self.nonlocals:
+            return False
+        if name in self.bindings:
+            return False
+        self.bindings[name] = Binding(kind, modifiers)
+        return True
+
+    def enclosing_class(self) -> _Scope | None:
+        scope: _Scope | None = self
+        while scope is not None and scope.kind != "class":
+            if scope.kind == "module":
+                return None
+            scope = scope.parent
+        return scope
+
+
+def _text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+class _Classifier:
+    """One walk over a Python tree: bindings per scope and the uses to resolve after."""
+
+    def __init__(self, project: ProjectNames) -> None:
+        self.project = project
+        self.tokens: list[Token] = []
+        self.uses: list[tuple[Node, _Scope, bool]] = []
+        """Identifiers read: (node, scope, inside a type annotation)."""
+        self.attributes: list[tuple[Node, Node, _Scope, bool]] = []
+        """Attribute names: (name node, object node, scope, called)."""
+        self.called: set[int] = set()
+        self.module = _Scope("module", None)
+
+    def emit(self, node: Node, kind: str, modifiers: Iterable[str] = ()) -> None:
+        row, column = node.start_point
+        self.tokens.append(
+            Token(row, column, node.end_byte - node.start_byte, kind, frozenset(modifiers))
+        )
+
+    # bindings -----------------------------------------------------------------------------
+
+    def declare(
+        self, node: Node, scope: _Scope, kind: str, modifiers: frozenset[str] = frozenset()
+    ) -> None:
+        """A name bound at `node`: the first binding in its scope is its declaration."""
+        name = _text(node)
+        first = scope.bind(name, kind, modifiers)
+        if not first and (name in scope.globals or name in scope.nonlocals):
+            self.uses.append((node, scope, False))
+            return
+        known = scope.bindings[name]
+        self.emit(node, known.kind, known.modifiers | ({"declaration"} if first else set()))
+
+    def targets(self, node: Node, scope: _Scope, kind: str, modifiers: frozenset[str]) -> None:
+        """Assignment targets: names are bound, attributes and subscripts are read."""
+        if node.type == "identifier":
+            name = _text(node)
+            readonly = scope.kind in ("module", "class") and bool(CONSTANT.match(name))
+            self.declare(node, scope, kind, modifiers | ({"readonly"} if readonly else set()))
+        elif node.type in _TARGET_CONTAINERS:
+            for child in node.named_children:
+                self.targets(child, scope, kind, modifiers)
+        else:
+            self.visit(node, scope)
+
+    def parameters(self, node: Node, scope: _Scope) -> None:
+        for child in node.named_children:
+            kind = child.type
+            if kind == "identifier":
+                self.declare(child, scope, "parameter")
+            elif kind in ("list_splat_pattern", "dictionary_splat_pattern"):
+                self.parameters_of(child, scope)
+            elif kind in ("typed_parameter", "default_parameter", "typed_default_parameter"):
+                name = child.child_by_field_name("name")
+                if name is None:  # typed_parameter: the first named child, maybe a splat
+                    first = child.named_children[0] if child.named_children else None
+                    if first is not None and first.type == "identifier":
+                        name = first
+                    elif first is not None:
+                        self.parameters_of(first, scope)
+                if name is not None and name.type == "identifier":
+                    self.declare(name, scope, "parameter")
+                for part in ("type", "value"):
+                    value = child.child_by_field_name(part)
+                    if value is not None:
+                        self.visit(value, scope, in_type=part == "type")
+            elif kind not in ("positional_separator", "keyword_separator"):
+                self.visit(child, scope)
+
+    def parameters_of(self, splat: Node, scope: _Scope) -> None:
+        for name in splat.named_children:
+            if name.type == "identifier":
+                self.declare(name, scope, "parameter")
+
+    # the walk ------------------------------------------------------------------------------
+
+    def visit(self, node: Node, scope: _Scope, in_type: bool = False) -> None:
+        kind = node.type
+        if kind == "identifier":
+            self.uses.append((node, scope, in_type))
+            return
+        if kind in _SKIPPED:
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, node, scope)
+            return
+        if kind == "type":
+            in_type = True
+        for child in node.named_children:
+            self.visit(child, scope, in_type)
+
+    def function(self, node: Node, scope: _Scope) -> None:
+        name = node.child_by_field_name("name")
+        is_async = any(child.type == "async" for child in node.children[:2])
+        own = _Scope("function", scope)
+        for child in node.named_children:
+            if child.type == "decorator":
+                self.visit(child, scope)
+        if name is not None:
+            kind = "method" if scope.kind == "class" else "function"
+            self.declare(name, scope, kind, frozenset({"async"} if is_async else ()))
+        parameters = node.child_by_field_name("parameters")
+        if parameters is not None:
+            self.parameters(parameters, own)
+        returns = node.child_by_field_name("return_type")
+        if returns is not None:
+            self.visit(returns, scope, in_type=True)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.visit(body, own)
+
+    def class_(self, node: Node, scope: _Scope) -> None:
+        name = node.child_by_field_name("name")
+        if name is not None:
+            self.declare(name, scope, "class")
+        for part in ("type_parameters", "superclasses"):
+            value = node.child_by_field_name(part)
+            if value is not None:
+                self.visit(value, scope)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.visit(body, _Scope("class", scope))
+
+    def lambda_(self, node: Node, scope: _Scope) -> None:
+        own = _Scope("lambda", scope)
+        parameters = node.child_by_field_name("parameters")
+        if parameters is not None:
+            self.parameters(parameters, own)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.visit(body, own)
+
+    def comprehension(self, node: Node, scope: _Scope) -> None:
+        own = _Scope("comprehension", scope)
+        clauses = [c for c in node.named_children if c.type == "for_in_clause"]
+        for clause in clauses:  # bind the loop variables first: the body reads them
+            left = clause.child_by_field_name("left")
+            if left is not None:
+                self.targets(left, own, "variable", frozenset())
+        for child in node.named_children:
+            if child.type == "for_in_clause":
+                for right in child.children_by_field_name("right"):
+                    self.visit(right, own)
+            else:
+                self.visit(child, own)
+
+    def assignment(self, node: Node, scope: _Scope) -> None:
+        left = node.child_by_field_name("left")
+        annotation = node.child_by_field_name("type")
+        right = node.child_by_field_name("right")
+        if right is not None:
+            self.visit(right, scope)
+        if annotation is not None:
+            self.visit(annotation, scope, in_type=True)
+        if left is not None:
+            final = annotation is not None and "Final" in _text(annotation)
+            kind = "property" if scope.kind == "class" else "variable"
+            self.targets(left, scope, kind, frozenset({"readonly"} if final else ()))
+
+    def augmented(self, node: Node, scope: _Scope) -> None:
+        for child in node.named_children:
+            self.visit(child, scope)
+
+    def for_(self, node: Node, scope: _Scope) -> None:
+        left = node.child_by_field_name("left")
+        if left is not None:
+            self.targets(left, scope, "variable", frozenset())
+        for child in node.named_children:
+            if child != left:
+                self.visit(child, scope)
+
+    def as_pattern(self, node: Node, scope: _Scope) -> None:
+        alias = node.child_by_field_name("alias")
+        for child in node.named_children:
+            if alias is not None and child == alias:
+                self.targets(alias, scope, "variable", frozenset())
+            else:
+                self.visit(child, scope)
+
+    def named_expression(self, node: Node, scope: _Scope) -> None:
+        target = scope
+        while target.kind == "comprehension" and target.parent is not None:
+            target = target.parent  # `:=` binds in the enclosing function (PEP 572)
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if value is not None:
+            self.visit(value, scope)
+        if name is not None:
+            self.targets(name, target, "variable", frozenset())
+
+    def global_(self, node: Node, scope: _Scope) -> None:
+        names = scope.globals if node.type == "global_statement" else scope.nonlocals
+        for child in node.named_children:
+            if child.type == "identifier":
+                names.add(_text(child))
+                self.uses.append((child, scope, False))
+
+    def attribute(self, node: Node, scope: _Scope) -> None:
+        obj = node.child_by_field_name("object")
+        name = node.child_by_field_name("attribute")
+        if obj is not None:
+            self.visit(obj, scope)
+        if obj is not None and name is not None:
+            self.attributes.append((name, obj, scope, node.id in self.called))
+
+    def call(self, node: Node, scope: _Scope) -> None:
+        function = node.child_by_field_name("function")
+        if function is not None and function.type == "attribute":
+            self.called.add(function.id)
+        for child in node.named_children:
+            self.visit(child, scope)
+
+    def keyword_argument(self, node: Node, scope: _Scope) -> None:
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if name is not None and name.type == "identifier":
+            self.emit(name, "parameter")
+        if value is not None:
+            self.visit(value, scope)
+
+    def string(self, node: Node, scope: _Scope) -> None:
+        for child in node.named_children:
+            if child.type == "interpolation":
+                for part in child.named_children:
+                    self.visit(part, scope)
+
+    def import_(self, node: Node, scope: _Scope) -> None:
+        """`import a.b` binds `a`; `import a.b as c` binds `c`: modules, namespaces."""
+        for imported in node.children_by_field_name("name"):
+            dotted = _imported_name(imported)
+            alias = imported.child_by_field_name("alias")
+            parts = [c for c in dotted.named_children if c.type == "identifier"] if dotted else []
+            local = _text(alias) if alias is not None else (_text(parts[0]) if parts else "")
+            known = self.project.names.get(local)
+            cross = {CROSS_FILE} if known is not None else set()
+            for part in parts:
+                self.emit(part, "namespace", cross)
+            if alias is not None:
+                scope.bind(local, "namespace", frozenset(cross))
+                self.emit(alias, "namespace", cross | {"declaration"})
+            elif local:
+                scope.bind(local, "namespace", frozenset(cross))
+
+    def import_from(self, node: Node, scope: _Scope) -> None:
+        module = node.child_by_field_name("module_name")
+        from_project = False
+        for imported in node.children_by_field_name("name"):
+            dotted = _imported_name(imported)
+            alias = imported.child_by_field_name("alias")
+            if dotted is None:
+                continue
+            name = _text(dotted)
+            local = _text(alias) if alias is not None else name
+            known = self.project.names.get(local)
+            if known is not None:
+                from_project = True
+                kind = known.kind
+                modifiers = {CROSS_FILE} | ({"readonly"} if known.readonly else set())
+            else:
+                kind, modifiers = guess_imported(name), set()
+                if kind == "variable":
+                    modifiers.add("readonly")
+            scope.bind(local, kind, frozenset(modifiers))
+            for part in _identifiers(dotted):
+                self.emit(part, kind, modifiers)
+            if alias is not None:
+                self.emit(alias, kind, modifiers | {"declaration"})
+        if module is not None:  # a project module when what it gives is from the project
+            for part in _identifiers(module):
+                self.emit(part, "namespace", (CROSS_FILE,) if from_project else ())
+
+    # resolution ---------------------------------------------------------------------------
+
+    def lookup(self, name: str, scope: _Scope) -> Binding | None:
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if name in current.globals:
+                return self.module.bindings.get(name)
+            if (first or current.kind != "class") and name in current.bindings:
+                return current.bindings[name]
+            first = False
+            current = current.parent
+        return None
+
+    def resolve(self) -> list[Token]:
+        for node, scope, in_type in self.uses:
+            name = _text(node)
+            binding = self.lookup(name, scope)
+            if binding is not None:
+                self.emit(node, binding.kind, binding.modifiers)
+            elif name in _BUILTIN_KINDS:
+                self.emit(node, _BUILTIN_KINDS[name], ("defaultLibrary",))
+            elif in_type:
+                self.emit(node, "type")
+        for name_node, obj, scope, called in self.attributes:
+            self.emit(name_node, *self.member(_text(name_node), obj, scope, called))
+        return self.tokens
+
+    def member(self, name: str, obj: Node, scope: _Scope, called: bool) -> tuple[str, set[str]]:
+        """What `obj.name` is: a project module's member, one of the class's own members
+        for `self.`/`cls.`, else a method when called and a property when not."""
+        if obj.type == "identifier":
+            head = _text(obj)
+            module = self.project.names.get(head)
+            if module is not None and module.members is not None:
+                member = module.members.get(name)
+                if member is not None:
+                    return member.kind, {CROSS_FILE} | ({"readonly"} if member.readonly else set())
+            if head in ("self", "cls"):
+                cls = scope.enclosing_class()
+                own = cls.bindings.get(name) if cls is not None else None
+                if own is not None and own.kind in ("method", "property"):
+                    return own.kind, set(own.modifiers - {"declaration"})
+        return ("method" if called else "property"), set()
+
+
+def _imported_name(imported: Node) -> Node | None:
+    """The dotted name of one imported item (`a.b` of `a.b as c`)."""
+    if imported.type == "aliased_import":
+        return imported.child_by_field_name("name")
+    return imported
+
+
+def _identifiers(node: Node) -> list[Node]:
+    if node.type == "identifier":
+        return [node]
+    return [found for child in node.named_children for found in _identifiers(child)]
+
+
+_HANDLERS: Final[Mapping[str, Callable[[_Classifier, Node, _Scope], None]]] = {
+    "function_definition": _Classifier.function,
+    "class_definition": _Classifier.class_,
+    "lambda": _Classifier.lambda_,
+    **dict.fromkeys(_COMPREHENSIONS, _Classifier.comprehension),
+    "assignment": _Classifier.assignment,
+    "augmented_assignment": _Classifier.augmented,
+    "for_statement": _Classifier.for_,
+    "as_pattern": _Classifier.as_pattern,
+    "named_expression": _Classifier.named_expression,
+    "global_statement": _Classifier.global_,
+    "nonlocal_statement": _Classifier.global_,
+    "attribute": _Classifier.attribute,
+    "call": _Classifier.call,
+    "keyword_argument": _Classifier.keyword_argument,
+    "string": _Classifier.string,
+    "import_statement": _Classifier.import_,
+    "import_from_statement": _Classifier.import_from,
+}
+
+
+def classify(root: Node, project: ProjectNames | None = None) -> list[Token]:
+    """The tokens of a Python tree, sorted by position (byte columns)."""
+    classifier = _Classifier(project or ProjectNames())
+    for child in root.named_children:
+        classifier.visit(child, classifier.module)
+    tokens = classifier.resolve()
+    tokens.sort(key=lambda t: (t.line, t.column))
+    following = itertools.chain(tokens[1:], [None])
+    return [t for t, n in zip(tokens, following, strict=False) if not _same(t, n)]
+
+
+def _same(a: Token, b: Token | None) -> bool:
+    return b is not None and a.line == b.line and a.column == b.column
+
+
+_CLASSIFIERS: Final[Mapping[str, Callable[[Node, ProjectNames], list[Token]]]] = {
+    "python": classify,
+    "typescript": tokens_ts.classify,
+    "tsx": tokens_ts.classify,
+    "javascript": tokens_ts.classify,
+    "go": tokens_go.classify,
+    "rust": tokens_rust.classify,
+    "java": tokens_java.classify,
+}
+SUPPORTED_LANGUAGES: Final = frozenset(_CLASSIFIERS)
+
+
+def classify_any(root: Node, language: str, project: ProjectNames) -> list[Token] | None:
+    """The tokens of a tree of `language`, sorted by position; None for a language
+    without a classifier."""
+    classifier = _CLASSIFIERS.get(language)
+    return classifier(root, project) if classifier is not None else None
+
+
+# --- encoding ---------------------------------------------------------------------------------
+
+
+class Columns:
+    """Byte columns of a text's lines converted to the client's position units."""
+
+    def __init__(self, text: str, encoding: str = "utf-16") -> None:
+        self.lines = text.split("\n")
+        self.encoding = encoding
+        self._wide: dict[int, bytes] = {}
+
+    def convert(self, line: int, byte_column: int) -> int:
+        if self.encoding == "utf-8" or line >= len(self.lines):
+            return byte_column
+        text = self.lines[line]
+        if text.isascii():
+            return byte_column
+        data = self._wide.get(line)
+        if data is None:
+            data = self._wide[line] = text.encode("utf-8", "surrogatepass")
+        head = data[:byte_column].decode("utf-8", "replace")
+        if self.encoding == "utf-32":
+            return len(head)
+        return len(head.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def encode(
+    tokens: Iterable[Token],
+    legend: Legend,
+    columns: Columns,
+    lines: tuple[int, int] | None = None,
+) -> list[int]:
+    """LSP's relative form: five integers per token (line delta, start delta, length,
+    type, modifier bits), tokens of kinds the legend lacks left out. `lines` keeps only the
+    tokens of that range of lines (start inclusive, end exclusive)."""
+    data: list[int] = []
+    last_line = last_start = 0
+    type_index, bits = legend.type_index, legend.modifier_bits
+    for token in tokens:
+        index = type_index.get(token.kind)
+        if index is None:
+            continue
+        if lines is not None and not lines[0] <= token.line < lines[1]:
+            continue
+        start = columns.convert(token.line, token.column)
+        end = columns.convert(token.line, token.column + token.length)
+        delta_line = token.line - last_line
+        delta_start = start - last_start if delta_line == 0 else start
+        mask = 0
+        for modifier in token.modifiers:
+            mask |= bits.get(modifier, 0)
+        data.extend((delta_line, delta_start, end - start, index, mask))
+        last_line, last_start = token.line, start
+    return data
+
+
+def delta(old: Sequence[int], new: Sequence[int]) -> tuple[int, int, list[int]]:
+    """One edit turning `old` into `new`: (start, delete count, data to insert)."""
+    limit = min(len(old), len(new))
+    start = 0
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    return start, end_old - start, list(new[start:end_new])
+
+
+def apply_delta(old: Sequence[int], edits: Iterable[tuple[int, int, Sequence[int]]]) -> list[int]:
+    """`old` with edits applied, all offsets referring to `old` (as LSP specifies)."""
+    result = list(old)
+    for start, count, data in sorted(edits, key=lambda e: e[0], reverse=True):
+        result[start : start + count] = data
+    return result
+
+
+# --- per-document state -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Result:
+    result_id: str
+    data: list[int]
+
+
+class DocumentTokens:
+    """Each open document's last result, for `full/delta`; its trees come from
+    `DocumentTrees` (incremental re-parses). `tokens` may run in a worker thread."""
+
+    def __init__(self, trees: DocumentTrees) -> None:
+        self.trees = trees
+        self._results: dict[str, Result] = {}
+        self._counter = itertools.count(1)
+
+    def tokens(
+        self, uri: str, text: str, language: str, project: ProjectNames
+    ) -> list[Token] | None:
+        """The tokens of `text`; None for a language without support."""
+        if language not in SUPPORTED_LANGUAGES:
+            return None
+        tree = self.trees.tree(uri, text, language)
+        return classify_any(tree.root_node, language, project) if tree is not None else None
+
+    def remember(self, uri: str, data: list[int]) -> Result:
+        """Keep `data` as the document's latest result, under a new id."""
+        result = Result(str(next(self._counter)), data)
+        self._results[uri] = result
+        return result
+
+    def previous(self, uri: str, result_id: str) -> Result | None:
+        result = self._results.get(uri)
+        return result if result is not None and result.result_id == result_id else None
+
+    def forget(self, uri: str) -> None:
+        self._results.pop(uri, None)

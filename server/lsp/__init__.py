@@ -1,0 +1,1 @@
+"""The only code that knows LSP: pygls handlers, the protocol, logging to the editor."""

@@ -1,0 +1,289 @@
+"""The LSP handlers: thin pygls features that convert LSP types and call into LSP-free code.
+
+State lives on `HeadstartServer` (server.lsp.language_server); each handler checks its input
+and delegates. Bad input gets a clear error in the reply or the log, never a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+
+from cache.paths import uri_to_path
+from server import __version__
+from server.config import SECTION, SettingsError, load_settings
+from server.features.refactor import ACTION_KINDS
+from server.features.semantic_tokens.document import FULL_LEGEND
+from server.lsp import features
+from server.lsp.language_server import HeadstartServer
+from server.lsp.logs import attach_editor
+
+log = logging.getLogger(__name__)
+
+
+server = HeadstartServer()
+
+
+@server.feature(types.INITIALIZE)
+async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> None:
+    attach_editor(ls, ls.settings.log.level)
+    ls.init_options = initial_options(params.initialization_options)
+    await ls.apply_settings()
+    ls.legend = features.client_legend(params.capabilities)
+    SEMANTIC_LEGEND.token_types = list(ls.legend.token_types)  # announced after this handler
+    SEMANTIC_LEGEND.token_modifiers = list(ls.legend.token_modifiers)
+    client = params.client_info.name if params.client_info else "unknown client"
+    ls.client_name = client
+    log.info("headstart %s started for %s", __version__, client)
+
+
+def initial_options(options: object) -> dict[str, Any]:
+    """The initializationOptions (or their `headstart` section) if valid, else {}.
+
+    Bad ones are logged and dropped rather than kept: every later settings update is
+    merged on top of them, and would be rejected for their sake too.
+    """
+    if isinstance(options, dict) and SECTION in options:
+        options = options[SECTION]
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        log.error(
+            "initializationOptions must be an object, got %s; using the defaults",
+            type(options).__name__,
+        )
+        return {}
+    try:
+        load_settings(options, environ={})
+    except SettingsError as exc:
+        log.error("initializationOptions ignored, using the defaults: %s", exc)
+        return {}
+    return options
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
+    await pull_configuration(ls)
+    ls.probe_backend()
+    ls.start_indexing()
+    await ls.watch_files()
+    await ls.local.enable()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(
+    ls: HeadstartServer, params: types.DidChangeConfigurationParams
+) -> None:
+    backend = ls.backend
+    pushed = params.settings
+    if isinstance(pushed, dict) and SECTION in pushed:
+        await ls.apply_settings(pushed[SECTION])
+    else:
+        await pull_configuration(ls)
+    if ls.backend is not backend:
+        ls.probe_backend()
+
+
+async def pull_configuration(ls: HeadstartServer) -> None:
+    """Ask the client for the `headstart` section, where the client supports that."""
+    workspace = ls.client_capabilities.workspace
+    if not (workspace and workspace.configuration):
+        return
+    try:
+        items = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+        )
+    except Exception as exc:
+        log.warning("workspace/configuration failed: %s", exc)
+        return
+    section = items[0] if items else None
+    if section is None or isinstance(section, dict):
+        await ls.apply_settings(section)
+    else:
+        log.error("the %r settings section must be an object, got %r", SECTION, section)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.opened(path, params.text_document.text)
+    ls.parse_opened(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: HeadstartServer, params: types.DidChangeTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    document = ls.workspace.text_documents.get(unquote(params.text_document.uri))
+    if path is not None and document is not None:
+        ls.sync.changed(path, document.source)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> None:
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.saved(path)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.skipped_documents.discard(params.text_document.uri)
+    ls.shown.forget(params.text_document.uri)
+    ls.stop_following(params.text_document.uri)
+    ls.semantic_tokens.forget(params.text_document.uri)
+    ls.trees.forget(params.text_document.uri)
+    path = uri_to_path(params.text_document.uri)
+    if path is not None:
+        ls.sync.closed(path)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(
+    ls: HeadstartServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    paths = [uri_to_path(change.uri) for change in params.changes]
+    ls.sync.disk_changed([path for path in paths if path is not None])
+
+
+@server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def inline_completion(
+    ls: HeadstartServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList | None:
+    started = time.perf_counter()
+    document = ls.workspace.text_documents.get(params.text_document.uri)
+    version = document.version if document is not None else None
+    ctx = ls.cursor_context(params.text_document.uri, params.position)
+    suggestion = await ls.suggest(params.text_document.uri, ctx)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if ls.settings.log.completion_reports != "off":
+        ls.report_completion(params, version, suggestion, elapsed_ms)
+    if suggestion is None or not suggestion.text:
+        log.info("inline completion in %.2f ms (no suggestion)", elapsed_ms)
+        return types.InlineCompletionList(items=[])
+    log.info(
+        "inline completion in %.2f ms (%s, %d chars%s)",
+        elapsed_ms,
+        suggestion.mode.value,
+        len(suggestion.text),
+        ", from the suggestion cache" if "cached" in suggestion.timings_ms else "",
+    )
+    here = types.Range(start=params.position, end=params.position)
+    return types.InlineCompletionList(
+        items=[types.InlineCompletionItem(insert_text=suggestion.text, range=here)]
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
+async def completion(ls: HeadstartServer, params: types.CompletionParams) -> types.CompletionList:
+    """The fallback for clients without inline completion: one item, the suggestion.
+
+    The item replaces the identifier before the cursor with itself plus the suggestion,
+    so that clients which filter by the typed word keep it.
+    """
+    empty = types.CompletionList(is_incomplete=True, items=[])
+    text_document = ls.client_capabilities.text_document
+    if text_document is not None and text_document.inline_completion is not None:
+        return empty
+    ctx = ls.cursor_context(params.text_document.uri, params.position)
+    suggestion = await ls.suggest(params.text_document.uri, ctx)
+    if ctx is None or suggestion is None or not suggestion.text:
+        return empty
+    word = identifier_before(ctx.text, ctx.offset)
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    start = document.client_position_at_offset(ctx.offset - len(word))
+    label = (word + suggestion.text).strip().splitlines()[0]
+    item = types.CompletionItem(
+        label=label[:80],
+        kind=types.CompletionItemKind.Text,
+        detail="Headstart",
+        filter_text=word + suggestion.text,
+        text_edit=types.TextEdit(
+            range=types.Range(start=start, end=params.position), new_text=word + suggestion.text
+        ),
+        insert_text_format=types.InsertTextFormat.PlainText,
+        sort_text="0",
+    )
+    return types.CompletionList(is_incomplete=True, items=[item])
+
+
+def identifier_before(text: str, offset: int) -> str:
+    start = offset
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:offset]
+
+
+# --- refactor code actions, semantic tokens, hover: server.lsp.features does the work ---------
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=list(ACTION_KINDS.values()), resolve_provider=True),
+)
+async def code_action(
+    ls: HeadstartServer, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    return await features.code_actions(ls, params)
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def code_action_resolve(ls: HeadstartServer, params: types.CodeAction) -> types.CodeAction:
+    return await features.resolve_code_action(ls, params)
+
+
+@server.command(features.REWRITE_COMMAND)
+async def rewrite(ls: HeadstartServer, *arguments: Any) -> dict[str, Any]:
+    return await features.rewrite_command(ls, arguments)
+
+
+SEMANTIC_LEGEND = types.SemanticTokensLegend(
+    token_types=list(FULL_LEGEND.token_types), token_modifiers=list(FULL_LEGEND.token_modifiers)
+)
+"""Registered with the features below; `initialize` narrows it to what the client supports."""
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, SEMANTIC_LEGEND)
+async def semantic_tokens_full(
+    ls: HeadstartServer, params: types.SemanticTokensParams
+) -> types.SemanticTokens | None:
+    return await features.semantic_tokens_full(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA, SEMANTIC_LEGEND)
+async def semantic_tokens_delta(
+    ls: HeadstartServer, params: types.SemanticTokensDeltaParams
+) -> types.SemanticTokens | types.SemanticTokensDelta | None:
+    return await features.semantic_tokens_delta(
+        ls, params.text_document.uri, params.previous_result_id
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, SEMANTIC_LEGEND)
+async def semantic_tokens_range(
+    ls: HeadstartServer, params: types.SemanticTokensRangeParams
+) -> types.SemanticTokens | None:
+    return await features.semantic_tokens_range(ls, params.text_document.uri, params.range)
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: HeadstartServer, params: types.HoverParams) -> types.Hover | None:
+    return features.hover(ls, params)
+
+
+@server.feature(types.SHUTDOWN)
+async def shutdown(ls: HeadstartServer, params: None) -> None:
+    ls.shutdown_requested = True
+    if ls._probe is not None:
+        ls._probe.cancel()
+    for uri in list(ls.following):
+        ls.stop_following(uri)
+    await ls.local.close()
+    await ls.latest.cancel_all()
+    await ls.stop_indexing()
+    await ls.backend.aclose()
+    log.info("shut down")

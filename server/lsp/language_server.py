@@ -1,0 +1,439 @@
+"""The language server's state: settings, backend client, project cache, open documents.
+
+`HeadstartServer` holds what the handlers (server.lsp.handlers) share and the few methods
+that need several of those parts at once; everything it calls is LSP-free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from cache.languages import from_language_id, language_for
+from cache.paths import display_path, uri_to_path
+from server import __version__
+from server.backend.client import BackendError, CompletionBackend
+from server.completion.request import (
+    Completer,
+    CursorContext,
+    LatestOnly,
+    Suggestion,
+    cut_for_cursor,
+)
+from server.completion.stops import Mode
+from server.completion.suggestion_cache import SuggestionCache
+from server.completion.trees import DocumentTrees
+from server.config import SettingsError, load_settings
+from server.features.semantic_tokens.document import FULL_LEGEND, DocumentTokens
+from server.lsp.local_backend import LocalBackend
+from server.lsp.logs import configure_logging
+from server.lsp.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
+from server.workspace.project import ProjectCache
+from server.workspace.sync import WorkspaceSync
+
+log = logging.getLogger(__name__)
+
+
+class HeadstartServer(LanguageServer):
+    """Holds the settings, the backend client and the in-flight requests."""
+
+    def __init__(self) -> None:
+        super().__init__("headstart", __version__, protocol_cls=HeadstartProtocol)
+        self.init_options: dict[str, Any] = {}
+        self.client_name: str | None = None
+        try:
+            self.settings = load_settings()
+        except SettingsError as exc:  # a bad HEADSTART_* variable must not stop the server
+            log.error("%s; starting with the defaults", exc)
+            self.settings = load_settings(environ={})
+        self.local = LocalBackend(self)
+        """The shared local vLLM, with `backend.mode: local`."""
+        self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
+        self.completer = Completer(self.backend)
+        self.latest = LatestOnly()
+        self.shown: SuggestionCache[Mode] = SuggestionCache()
+        self.following: dict[str, asyncio.Task[Any]] = {}
+        """Per document, the one speculative job: the stream kept going after a one-line
+        suggestion, or the request for the suggestion after a block."""
+        self.skipped_documents: set[str] = set()
+        self.shutdown_requested = False
+        self.project = ProjectCache()
+        self.sync = WorkspaceSync(self.project)
+        self._indexing: asyncio.Task[None] | None = None
+        self._probe: asyncio.Task[None] | None = None
+        self.trees = DocumentTrees()
+        self.semantic_tokens = DocumentTokens(self.trees)
+        self.legend = FULL_LEGEND
+
+    async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
+        """Validate and switch to new settings; on a bad value keep the last good ones."""
+        try:
+            settings = load_settings(self.init_options, *layers)
+        except SettingsError as exc:
+            log.error("%s; keeping the previous settings", exc)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=str(exc))
+            )
+            return
+        if settings == self.settings:
+            return
+        backend_changed = settings.backend != self.settings.backend
+        self.settings = settings
+        self.configure_logging()
+        if backend_changed:
+            await self.replace_backend()
+        log.info(
+            "settings applied: backend %s, model %s",
+            "local vLLM" if settings.backend.mode == "local" else settings.backend.url,
+            settings.backend.model or "(from /v1/models)",
+        )
+        await self.local.follow(settings)
+
+    async def replace_backend(self) -> None:
+        """A new backend client for the current settings; requests on the old one end."""
+        old = self.backend
+        settings = self.settings
+        self.backend = CompletionBackend(
+            self.local.client_settings(settings.backend), settings.api_key()
+        )
+        self.completer = Completer(self.backend)
+        for uri in list(self.following):
+            self.stop_following(uri)
+        await self.latest.cancel_all()
+        self.shown.clear()
+        await old.aclose()
+
+    def report_completion(
+        self,
+        params: types.InlineCompletionParams,
+        version: int | None,
+        suggestion: Suggestion | None,
+        ms: float,
+    ) -> None:
+        """Send `$/headstart/completionReport`: what one inline completion cost, stage by
+        stage (log.completionReports), so a benchmark can break its latency down."""
+        report: dict[str, Any] = {
+            "uri": params.text_document.uri,
+            "version": version,
+            "line": params.position.line,
+            "character": params.position.character,
+            "serverMs": ms,
+            "answered": suggestion is not None,
+        }
+        if suggestion is not None:
+            report |= {
+                "mode": suggestion.mode.value,
+                "chars": len(suggestion.text),
+                "cached": "cached" in suggestion.timings_ms,
+                "timingsMs": suggestion.timings_ms,
+                "resumes": suggestion.resumes,
+                "error": suggestion.error,
+            }
+            if self.settings.log.completion_reports == "requests" and suggestion.request:
+                report["request"] = dataclasses.asdict(suggestion.request)
+        self.protocol.notify(COMPLETION_REPORT, report)
+
+    def report_backend(
+        self, error: str | None, latency_ms: float | None = None, model: str | None = None
+    ) -> None:
+        """Send `$/headstart/status`: did the backend answer, how long the model path took."""
+        status = {"backendOk": error is None, "backendUrl": self.settings.backend.url}
+        status |= {"model": model, "error": error, "latencyMs": latency_ms}
+        self.protocol.notify(STATUS, status)
+
+    def probe_backend(self) -> None:
+        """Ask the backend for its model in the background, so the editor knows at once."""
+
+        async def probe() -> None:
+            try:
+                model = await self.backend.model()
+            except BackendError as exc:  # not a failed completion: each request tries again
+                log.info("start-up check: no answer yet (%s); each request tries again", exc)
+                self.report_backend(str(exc))
+            else:
+                self.report_backend(None, model=model.id)
+
+        self._probe = asyncio.create_task(probe())
+
+    def start_indexing(self) -> None:
+        """Index the workspace in the background, with progress in the editor if it can."""
+        self._indexing = asyncio.create_task(self._index_workspace())
+
+    async def _index_workspace(self) -> None:
+        window = self.client_capabilities.window
+        token = f"headstart-index-{uuid.uuid4()}"
+        show = bool(window and window.work_done_progress)
+        if show:
+            try:
+                await self.work_done_progress.create_async(token)
+            except Exception as exc:  # the client may refuse; indexing goes on regardless
+                log.debug("no progress for indexing: %s", exc)
+                show = False
+
+        def report(message: str, percentage: int) -> None:
+            if show:
+                self.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+                )
+
+        if show:
+            self.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="Headstart: indexing", percentage=0)
+            )
+        cache_dir = Path(self.settings.cache_dir) if self.settings.cache_dir else None
+        try:
+            await self.project.build(self.workspace_roots(), cache_dir, report)
+        finally:
+            if show:
+                files = sum(len(index.records) for index in self.project.indexes.values())
+                self.work_done_progress.end(
+                    token, types.WorkDoneProgressEnd(message=f"{files} files indexed")
+                )
+
+    async def watch_files(self) -> None:
+        """Ask the editor to report file changes on disk, where it can register that."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if not (watched and watched.dynamic_registration):
+            log.info(
+                "the editor cannot watch files for Headstart; files changed outside it are "
+                "re-read at the next start"
+            )
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+        )
+        registration = types.Registration(
+            id=f"headstart-watch-{uuid.uuid4()}",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=options,
+        )
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(registrations=[registration])
+            )
+        except Exception as exc:
+            log.warning("the editor refused to watch files for Headstart: %s", exc)
+
+    async def stop_indexing(self) -> None:
+        self.sync.close()
+        self.project.stop()
+        if self._indexing is not None and not self._indexing.done():
+            self._indexing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._indexing
+        self.project.close()
+
+    def configure_logging(self) -> None:
+        configure_logging(self.settings.log.level, self.settings.log.file)
+
+    def workspace_roots(self) -> list[Path]:
+        roots = [uri_to_path(f.uri) for f in self.workspace.folders.values()]
+        if not roots and self.workspace.root_uri:
+            roots = [uri_to_path(self.workspace.root_uri)]
+        return [root for root in roots if root is not None]
+
+    def cursor_context(self, uri: str, position: types.Position) -> CursorContext | None:
+        """The document text and cursor offset, or None when completion is off for it."""
+        # pygls keys open documents by the unquoted URI ("my%20file.py" is "my file.py")
+        document = self.workspace.text_documents.get(unquote(uri))
+        if document is None:
+            raise JsonRpcInvalidParams(f"document {uri} is not open (send didOpen first)")
+        if not self.settings.completion.enabled_for(document.language_id or ""):
+            return None
+        if self._unsuitable(document):
+            return None
+        offset = checked_offset(document, position)
+        path = uri_to_path(uri)
+        roots = self.workspace_roots()
+        language = from_language_id(document.language_id or "")
+        place = self.project.locate(path) if path is not None else None
+        if path is not None and path != self.project.active:
+            self.project.activate(path)
+        if place is None:
+            return CursorContext(
+                text=document.source,
+                offset=offset,
+                file_path=display_path(path, roots) if path else uri.rsplit("/", 1)[-1],
+                repo_name=roots[0].name if roots else "workspace",
+                language=language,
+            )
+        language = language or language_for(PurePosixPath(place.relative))
+        return CursorContext(
+            text=document.source,
+            offset=offset,
+            file_path=place.relative,
+            repo_name=place.root.path.name,
+            language=language,
+            builder=place.root.builder,
+            tree=self.trees.current(document.uri, document.source, language),
+        )
+
+    def parse_opened(self, uri: str) -> None:
+        """Parse a document as it opens, beside the cache queue's preparing: until its first
+        edit, a completion anywhere in it reads this tree instead of parsing its window
+        (`DocumentTrees.current`); semantic tokens and code actions keep it current."""
+        document = self.workspace.text_documents.get(unquote(uri))
+        if document is None or self._unsuitable(document):
+            return
+        path = uri_to_path(uri)
+        language = from_language_id(document.language_id or "")
+        if language is None and path is not None:
+            language = language_for(PurePosixPath(path.name))
+        if language is not None:
+            self.trees.tree(document.uri, document.source, language)
+
+    def _unsuitable(self, document: TextDocument) -> bool:
+        """Huge or binary documents get no completions, with one log line each."""
+        source = document.source
+        reason = None
+        if len(source) > self.settings.completion.max_file_bytes:
+            reason = f"larger than {self.settings.completion.max_file_bytes} characters"
+        elif "\x00" in source[:8192]:
+            reason = "binary content (NUL bytes)"
+        if reason and document.uri not in self.skipped_documents:
+            self.skipped_documents.add(document.uri)
+            log.warning("no completions for %s: %s", document.uri, reason)
+        return reason is not None
+
+    async def suggest(self, uri: str, ctx: CursorContext | None) -> Suggestion | None:
+        """The suggestion at `ctx`, or None if completion is off or a newer request won."""
+        if ctx is None or self.local.waiting():
+            return None
+        reuse = self.settings.completion.reuse_typed_suggestions
+        if reuse:
+            started = time.perf_counter()
+            hit = self.shown.lookup(uri, ctx.text, ctx.offset)
+            if hit is not None:
+                self.latest.cancel(uri)
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                log.debug(
+                    "%s: served from the suggestion cache (%d typed, %d left, %.3f ms)",
+                    uri,
+                    hit.typed,
+                    len(hit.rest),
+                    elapsed_ms,
+                )
+                rest = cut_for_cursor(hit.rest, ctx) if hit.meta is Mode.LINE else hit.rest
+                return Suggestion(text=rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
+        self.stop_following(uri)
+        suggestion = await self.latest.run(
+            uri, self.completer.complete(ctx, self.settings.completion)
+        )
+        if suggestion is not None:
+            self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
+        if reuse and suggestion is not None and suggestion.error is None:
+            self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
+        if suggestion is not None and suggestion.more is not None:
+            self.follow(uri, ctx, suggestion.text, suggestion.more)
+        elif suggestion is not None and self.prefetches(suggestion):
+            self.prefetch(uri, ctx, suggestion.text)
+        if suggestion is not None:
+            timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
+            resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
+            log.debug(
+                "%s %s: %d chars (%s%s)",
+                uri,
+                suggestion.mode.value,
+                len(suggestion.text),
+                timings,
+                resumed,
+            )
+        return suggestion
+
+    def follow(self, uri: str, ctx: CursorContext, shown: str, more: asyncio.Task[str]) -> None:
+        """Remember the lines that follow a one-line suggestion when its stream ends, so
+        that accepting the line is followed at once by the next (no model request)."""
+        self.stop_following(uri)
+        self.following[uri] = more
+
+        def done(task: asyncio.Task[str]) -> None:
+            if self.following.get(uri) is task:
+                del self.following[uri]
+            if task.cancelled() or task.exception() is not None:
+                return
+            block = task.result()
+            if block.startswith(shown) and len(block) > len(shown):
+                self.shown.remember(uri, ctx.text, ctx.offset, block, Mode.LINE)
+                log.debug(
+                    "%s: %d more lines of the suggestion, continued in the background",
+                    uri,
+                    block.count("\n"),
+                )
+
+        more.add_done_callback(done)
+
+    def prefetches(self, suggestion: Suggestion) -> bool:
+        """A shown suggestion from the model is followed by a prefetch (when the typed
+        reuse that would serve it is on)."""
+        completion = self.settings.completion
+        return (
+            completion.prefetch
+            and completion.reuse_typed_suggestions
+            and bool(suggestion.text)
+            and suggestion.error is None
+        )
+
+    def prefetch(self, uri: str, ctx: CursorContext, shown: str) -> None:
+        """Ask now for the suggestion that would follow the acceptance of `shown`, and
+        remember it for the text as it will be then (one speculative request per
+        document; a request that misses the cache cancels it)."""
+        self.stop_following(uri)
+        accepted = dataclasses.replace(
+            ctx,
+            text=ctx.text[: ctx.offset] + shown + ctx.text[ctx.offset :],
+            offset=ctx.offset + len(shown),
+        )
+        settings = self.settings.completion.model_copy(update={"continue_in_background": False})
+        task = asyncio.create_task(self.completer.complete(accepted, settings))
+        self.following[uri] = task
+
+        def done(task: asyncio.Task[Suggestion]) -> None:
+            if self.following.get(uri) is task:
+                del self.following[uri]
+            if task.cancelled() or task.exception() is not None:
+                return
+            result = task.result()
+            if result.text and result.error is None:
+                self.shown.remember(uri, accepted.text, accepted.offset, result.text, result.mode)
+                log.debug("%s: the suggestion after this one is ready (prefetched)", uri)
+
+        task.add_done_callback(done)
+
+    def stop_following(self, uri: str) -> None:
+        task = self.following.pop(uri, None)
+        if task is not None:
+            task.cancel()
+
+
+def checked_offset(document: TextDocument, position: types.Position) -> int:
+    """The code-point offset of a client position; an error naming it if it is outside."""
+    lines = document.lines
+    if position.line > len(lines) or position.line < 0 or position.character < 0:
+        raise JsonRpcInvalidParams(
+            f"position {position.line}:{position.character} is outside the document "
+            f"({len(lines)} lines)"
+        )
+    if position.line < len(lines):
+        line = lines[position.line].rstrip("\r\n")
+        width = document.position_codec.client_num_units(line)
+        if position.character > width:
+            raise JsonRpcInvalidParams(
+                f"position {position.line}:{position.character} is past the end of the line "
+                f"({width} characters)"
+            )
+    elif position.character > 0:
+        raise JsonRpcInvalidParams(f"position {position.line}:{position.character} is past the end")
+    return document.offset_at_position(position)

@@ -1,0 +1,1 @@
+"""The workspace as the server keeps it: each root's project cache, kept in step with the editor."""

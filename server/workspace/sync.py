@@ -1,0 +1,143 @@
+"""Keeps the project cache in step with the editor and the disk.
+
+Every event — a buffer opened, edited, saved or closed, a file created, changed or
+deleted on disk — comes down to one question about one path: what is its content now?
+An open buffer wins over the disk (its unsaved outline is never persisted); otherwise the
+disk decides, and a file gone from the disk leaves the index. So events are not replayed:
+each marks its path stale, and a refresh reads the current truth. Buffer edits are
+debounced, so typing re-parses a file at most every `debounce_s`.
+
+Events that arrive while the start-up index is being built are held and applied once it
+is ready: the index is only ever touched from the event loop after that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from cache.index import ProjectIndex
+from server.workspace.project import ProjectCache
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_S = 0.3
+"""How long a buffer must be still before its outline is rebuilt."""
+
+
+class WorkspaceSync:
+    def __init__(self, project: ProjectCache, debounce_s: float = DEBOUNCE_S) -> None:
+        self.project = project
+        self.debounce_s = debounce_s
+        self.buffers = project.buffers
+        self._timers: dict[Path, asyncio.TimerHandle] = {}
+        self._held: set[Path] = set()
+        self._waiting: asyncio.Task[None] | None = None
+
+    def opened(self, path: Path, text: str) -> None:
+        self.buffers[path] = text
+        self._stale(path)
+        self.project.activate(path, prepare=True)
+
+    def changed(self, path: Path, text: str) -> None:
+        self.buffers[path] = text
+        timer = self._timers.pop(path, None)
+        if timer is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timers[path] = loop.call_later(self.debounce_s, self._stale, path)
+
+    def saved(self, path: Path) -> None:
+        self._stale(path)
+
+    def closed(self, path: Path) -> None:
+        """The buffer is gone: the disk decides again (unsaved edits are dropped)."""
+        self.buffers.pop(path, None)
+        self._stale(path)
+        place = self.project.locate(path)
+        if place is not None:
+            place.root.builder.forget(place.relative)
+
+    def disk_changed(self, paths: list[Path]) -> None:
+        """Files created, changed or deleted outside the editor (watched-file events)."""
+        for path in paths:
+            self._stale(path)
+
+    def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    def _stale(self, path: Path) -> None:
+        timer = self._timers.pop(path, None)
+        if timer is not None:
+            timer.cancel()
+        if self.project.ready.is_set():
+            self.refresh(path)
+            return
+        self._held.add(path)
+        if self._waiting is None:
+            self._waiting = asyncio.get_running_loop().create_task(self._apply_held())
+
+    async def _apply_held(self) -> None:
+        await self.project.ready.wait()
+        held, self._held = sorted(self._held), set()
+        for path in held:
+            self.refresh(path)
+        if held:
+            log.debug("applied %d file changes held during indexing", len(held))
+
+    def refresh(self, path: Path) -> None:
+        """Bring the index's view of `path` up to date with the buffer or the disk."""
+        place = self.project.locate(path)
+        if place is None:
+            return
+        try:
+            self._refresh_in(place.root.index, path, place.relative)
+        except Exception:  # one bad file must not stop the others
+            log.exception("could not update the cache for %s", path)
+
+    def _refresh_in(self, index: ProjectIndex, path: Path, relative: str) -> None:
+        exists = path.exists()
+        if path.is_dir() or (not exists and relative not in index.records):
+            # VS Code reports a deleted or moved folder, not the files in it
+            self._refresh_folder(index, relative)
+            return
+        if exists and index.relative_path(path) is None:
+            self._forget(index, relative)  # the scan rules exclude it (ignored, too big, ...)
+            return
+        buffer = self.buffers.get(path)
+        if buffer is None:
+            changed = index.update_file(relative)  # gone from the disk: removed
+            source = "disk"
+        else:
+            data = buffer.encode("utf-8", "surrogatepass")
+            persist = _same_as_disk(path, data)
+            changed = index.update_file(relative, None if persist else data, persist=persist)
+            source = "disk" if persist else "unsaved buffer"
+        record = index.records.get(relative)
+        if changed and record is None:
+            log.debug("cache: %s removed", relative)
+        elif changed and record is not None:
+            imports = ", ".join(record.depends_on) or "none in the project"
+            log.debug("cache: %s updated from the %s; imports: %s", relative, source, imports)
+
+    def _refresh_folder(self, index: ProjectIndex, folder: str) -> None:
+        prefix = folder.rstrip("/") + "/"
+        for relative in [p for p in index.records if p.startswith(prefix)]:
+            self.refresh(index.root / relative)
+
+    def _forget(self, index: ProjectIndex, relative: str) -> None:
+        if index.remove_file(relative):
+            log.debug("cache: %s removed", relative)
+
+
+def _same_as_disk(path: Path, data: bytes) -> bool:
+    """Whether the file on disk holds exactly `data` (a saved buffer)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
