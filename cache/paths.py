@@ -34,15 +34,6 @@ def path_to_uri(path: Path | str) -> str:
     return "file://" + quote(posix, safe="/:")
 
 
-def inside_roots(path: Path, roots: list[Path]) -> bool:
-    """Whether `path` lies inside one of the workspace roots (after resolving links)."""
-    try:
-        real = path.resolve()
-    except OSError:
-        return False
-    return any(real.is_relative_to(root.resolve()) for root in roots)
-
-
 def display_path(path: Path, roots: list[Path]) -> str:
     """The path relative to its workspace root, in forward slashes, as prompts show it."""
     for root in roots:

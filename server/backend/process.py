@@ -737,25 +737,6 @@ def wait_until_ready(
             threading.Thread(target=process.wait, name="vllm-reaper", daemon=True).start()
 
 
-def ensure_running(
-    spec: LaunchSpec,
-    *,
-    machine: Machine | None = None,
-    progress: Progress | None = None,
-    cancel: threading.Event | None = None,
-    started_by: str = "headstart backend start",
-) -> Claim:
-    """The running backend, started if needed, once it answers."""
-    claim = claim_backend(
-        spec, machine=machine, progress=progress, cancel=cancel, started_by=started_by
-    )
-    remaining = spec.startup_timeout_s
-    if not claim.started_here:
-        remaining -= max(0.0, time.time() - claim.state.started_at)
-    wait_until_ready(claim, max(remaining, 5.0), progress=progress, cancel=cancel)
-    return claim
-
-
 @dataclass(frozen=True)
 class BackendStatus:
     state: BackendState | None
