@@ -18,6 +18,7 @@ lint: $(STAMP) $(VSCODE_DEPS)
 	$(VENV)/bin/ruff check server cache tests benchmarks
 	$(VENV)/bin/ruff format --check server cache tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	cd $(VSCODE) && npm run --silent lint
 
 vscode: $(VSIX)  ## the VS Code extension, built with tsc and packaged with vsce

@@ -255,7 +255,7 @@ SECTION = "headstart"
 
 
 class Settings(_Section):
-    """Every setting of Headstart; README.md documents each one."""
+    """Every setting of Headstart; docs/settings.md documents each one."""
 
     backend: BackendSettings = Field(default_factory=BackendSettings)  # type: ignore[arg-type]
     completion: CompletionSettings = Field(default_factory=CompletionSettings)  # type: ignore[arg-type]

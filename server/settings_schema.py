@@ -42,7 +42,7 @@ def section_schema() -> JsonObject:
         "$id": "LSP4IJ/headstart/settings.schema.json",
         "title": "Headstart settings",
         "description": (
-            f"The {SECTION!r} section: Headstart's settings (README.md, 'Settings'). "
+            f"The {SECTION!r} section: Headstart's settings (docs/settings.md). "
             "Generated from server/config.py by server/settings_schema.py."
         ),
         "type": "object",

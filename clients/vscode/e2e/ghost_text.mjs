@@ -330,7 +330,7 @@ try {
   results.serverStarts = starts();
   await shot("9-after-restart");
   await runCommand("Headstart: Show the Log");
-  const logView = page.locator(".part.panel .monaco-editor .view-lines", { hasText: "server.lsp:" }).first();
+  const logView = page.locator(".part.panel .monaco-editor .view-lines", { hasText: "server.lsp.handlers:" }).first();
   await logView.waitFor({ timeout });
   results.logPanel = (await logView.textContent())?.replace(/\u00a0/g, " ");
   await shot("10-log");
