@@ -22,8 +22,9 @@ from server.completion.cursor import (
     type_chain,
 )
 from server.completion.cursor import parse as cursor_parse
+from server.completion.cursor import parsing as cursor_parsing
 from server.completion.cursor import walker as cursor_walker
-from server.completion.cursor.walker import _windows as _windows
+from server.completion.cursor.parsing import _windows as _windows
 from server.completion.stops import Mode
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -432,7 +433,7 @@ def test_local_types_far_above_come_from_a_memo_of_their_statements() -> None:
         "cache": ("Cache",),
     }
     assert len(cursor_walker._declared.by_statement) >= 3  # repo, the if (and cache in it), x
-    cursor_walker._windows.last.clear()
+    cursor_parsing._windows.last.clear()
     assert analyse(text, len(text), "python") == first
 
 
@@ -450,7 +451,7 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
             analyse(other, len(other), "python")  # a hover in another file
         incremental = analyse(text, len(text), "python")
         walked = len(cursor_walker._declared.walked)
-        cursor_walker._windows.last.clear()
+        cursor_parsing._windows.last.clear()
         cursor_walker._declared.by_statement.clear()
         cursor_walker._declared.walked.clear()
         assert analyse(text, len(text), "python") == incremental, typed[:length]
@@ -523,7 +524,7 @@ def test_a_window_trees_node_texts_are_sliced_from_its_bytes() -> None:
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        assert cursor_walker._bytes_of(node, source) == node.text
+        assert cursor_parsing._bytes_of(node, source) == node.text
     window = analyse(text, len(text) - 1, "python")
     assert window.types["ziel"] == ("Ziel", "()") and window.types["name"] == ("Name",)
     assert window.scopes[-1].name == "grüße"

@@ -23,12 +23,14 @@ Line or block is `server.completion.stops.analyse_cursor`'s decision, carried al
 Offsets are `str` indices; tree-sitter's byte offsets stay inside this package.
 
 The modules, each importing only those listed before it:
+- `parsing`: parsers, step-limited and incremental parses, node texts.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
 other directly.
 """
 
+from server.completion.cursor.parsing import parse, parser_for
 from server.completion.cursor.walker import (
     CALL,
     WINDOW_MAX_CHARS,
@@ -42,8 +44,6 @@ from server.completion.cursor.walker import (
     chain_before,
     file_imports,
     import_statement_matches,
-    parse,
-    parser_for,
     python_attribute_types,
     type_chain,
 )
