@@ -23,6 +23,7 @@ Line or block is `server.completion.stops.analyse_cursor`'s decision, carried al
 Offsets are `str` indices; tree-sitter's byte offsets stay inside this package.
 
 The modules, each importing only those listed before it:
+- `results`: what an analysis returns (`CursorInfo` and its parts).
 - `parsing`: parsers, step-limited and incremental parses, node texts.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
@@ -31,14 +32,9 @@ other directly.
 """
 
 from server.completion.cursor.parsing import parse, parser_for
+from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
 from server.completion.cursor.walker import (
-    CALL,
     WINDOW_MAX_CHARS,
-    Binding,
-    CursorInfo,
-    Imports,
-    Reference,
-    Tier,
     analyse,
     attribute_type,
     chain_before,
