@@ -24,6 +24,7 @@ Offsets are `str` indices; tree-sitter's byte offsets stay inside this package.
 
 The modules, each importing only those listed before it:
 - `results`: what an analysis returns (`CursorInfo` and its parts).
+- `syntax`: the per-language node types, import patterns and skipped words.
 - `parsing`: parsers, step-limited and incremental parses, node texts.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
