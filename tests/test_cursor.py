@@ -23,6 +23,7 @@ from server.completion.cursor import (
 )
 from server.completion.cursor import parse as cursor_parse
 from server.completion.cursor import parsing as cursor_parsing
+from server.completion.cursor import positions as cursor_positions
 from server.completion.cursor import walker as cursor_walker
 from server.completion.cursor.parsing import _windows as _windows
 from server.completion.stops import Mode
@@ -553,7 +554,7 @@ def test_counts_by_positions_are_counts_by_str_count(lines: list[str], data: st.
     """`_Positions` answers as `str.count` does: newlines in any span, triple quotes in
     a span from a line start (runs of four or more quotes included)."""
     text = "\n".join(lines)
-    positions, counter = cursor_walker._Positions(text), cursor_walker._Counter(text)
+    positions, counter = cursor_positions._Positions(text), cursor_positions._Counter(text)
     line_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
     start = data.draw(st.sampled_from(line_starts))
     end = data.draw(st.integers(0, len(text)))
@@ -569,10 +570,10 @@ def test_the_analysis_is_the_same_with_the_texts_positions() -> None:
     text = text.replace("\n\n", '\n    """A doc\n    string."""\n\n', 3)
     for offset in range(0, len(text), 7):
         _windows.last.clear()
-        cursor_walker._seen.text = cursor_walker._seen.positions = None
+        cursor_positions._seen.text = cursor_positions._seen.positions = None
         first = analyse(text, offset, "python")
-        assert cursor_walker._seen.positions is None
+        assert cursor_positions._seen.positions is None
         _windows.last.clear()
         again = analyse(text, offset, "python")
-        assert cursor_walker._seen.positions is not None
+        assert cursor_positions._seen.positions is not None
         assert again == first

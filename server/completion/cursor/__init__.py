@@ -26,6 +26,7 @@ The modules, each importing only those listed before it:
 - `results`: what an analysis returns (`CursorInfo` and its parts).
 - `syntax`: the per-language node types, import patterns and skipped words.
 - `parsing`: parsers, step-limited and incremental parses, node texts.
+- `positions`: counts of newlines and triple quotes in spans of the text.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
