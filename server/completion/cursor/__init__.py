@@ -27,6 +27,7 @@ The modules, each importing only those listed before it:
 - `syntax`: the per-language node types, import patterns and skipped words.
 - `parsing`: parsers, step-limited and incremental parses, node texts.
 - `positions`: counts of newlines and triple quotes in spans of the text.
+- `window`: which lines around the cursor are parsed.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
@@ -36,7 +37,6 @@ other directly.
 from server.completion.cursor.parsing import parse, parser_for
 from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
 from server.completion.cursor.walker import (
-    WINDOW_MAX_CHARS,
     analyse,
     attribute_type,
     chain_before,
@@ -45,6 +45,7 @@ from server.completion.cursor.walker import (
     python_attribute_types,
     type_chain,
 )
+from server.completion.cursor.window import WINDOW_MAX_CHARS
 
 __all__ = [
     "CALL",
