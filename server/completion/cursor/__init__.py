@@ -28,18 +28,19 @@ The modules, each importing only those listed before it:
 - `parsing`: parsers, step-limited and incremental parses, node texts.
 - `positions`: counts of newlines and triple quotes in spans of the text.
 - `window`: which lines around the cursor are parsed.
+- `chains`: the chain being typed and the call around the cursor, read from the text.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
 other directly.
 """
 
+from server.completion.cursor.chains import chain_before
 from server.completion.cursor.parsing import parse, parser_for
 from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
 from server.completion.cursor.walker import (
     analyse,
     attribute_type,
-    chain_before,
     file_imports,
     import_statement_matches,
     python_attribute_types,
