@@ -29,6 +29,7 @@ The modules, each importing only those listed before it:
 - `positions`: counts of newlines and triple quotes in spans of the text.
 - `window`: which lines around the cursor are parsed.
 - `chains`: the chain being typed and the call around the cursor, read from the text.
+- `scopes`: the enclosing classes and functions.
 - `walker`: the rest of the analysis, still to be cut into modules.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
