@@ -30,23 +30,22 @@ The modules, each importing only those listed before it:
 - `window`: which lines around the cursor are parsed.
 - `chains`: the chain being typed and the call around the cursor, read from the text.
 - `scopes`: the enclosing classes and functions.
+- `attribute_types`: types read from text (`type_chain`, `attribute_type`).
 - `walker`: the rest of the analysis, still to be cut into modules.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
 other directly.
 """
 
-from server.completion.cursor.chains import chain_before
-from server.completion.cursor.parsing import parse, parser_for
-from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
-from server.completion.cursor.walker import (
-    analyse,
+from server.completion.cursor.attribute_types import (
     attribute_type,
-    file_imports,
-    import_statement_matches,
     python_attribute_types,
     type_chain,
 )
+from server.completion.cursor.chains import chain_before
+from server.completion.cursor.parsing import parse, parser_for
+from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
+from server.completion.cursor.walker import analyse, file_imports, import_statement_matches
 from server.completion.cursor.window import WINDOW_MAX_CHARS
 
 __all__ = [
