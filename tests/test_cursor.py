@@ -21,6 +21,7 @@ from server.completion.cursor import (
     python_attribute_types,
     type_chain,
 )
+from server.completion.cursor import imports as cursor_imports
 from server.completion.cursor import parse as cursor_parse
 from server.completion.cursor import parsing as cursor_parsing
 from server.completion.cursor import positions as cursor_positions
@@ -403,14 +404,16 @@ def test_imports_follow_every_keystroke(
     place = first if typed.startswith("    Square") else second - 1
     source = template.replace("|", "")
     reads = []
-    scan = cursor_walker._import_statements
-    monkeypatch.setattr(cursor_walker, "_import_statements", lambda *a: reads.append(a) or scan(*a))
+    scan = cursor_imports._import_statements
+    monkeypatch.setattr(
+        cursor_imports, "_import_statements", lambda *a: reads.append(a) or scan(*a)
+    )
     file_imports(source, "python")
     fresh = 0
     for length in range(1, len(typed) + 1):
         text = source[:place] + typed[:length] + source[place:]
         answer = file_imports(text, "python", place + length)
-        cursor_walker._last_imports.clear()
+        cursor_imports._last_imports.clear()
         assert answer == file_imports(text, "python"), typed[:length]
         fresh += 1
     assert (len(reads) - 1 - fresh > 0) == reread

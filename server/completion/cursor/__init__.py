@@ -32,6 +32,7 @@ The modules, each importing only those listed before it:
 - `scopes`: the enclosing classes and functions.
 - `attribute_types`: types read from text (`type_chain`, `attribute_type`).
 - `walker`: the rest of the analysis, still to be cut into modules.
+- `imports`: the file's import statements (`file_imports`).
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
 other directly.
@@ -43,9 +44,10 @@ from server.completion.cursor.attribute_types import (
     type_chain,
 )
 from server.completion.cursor.chains import chain_before
+from server.completion.cursor.imports import file_imports, import_statement_matches
 from server.completion.cursor.parsing import parse, parser_for
 from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
-from server.completion.cursor.walker import analyse, file_imports, import_statement_matches
+from server.completion.cursor.walker import analyse
 from server.completion.cursor.window import WINDOW_MAX_CHARS
 
 __all__ = [
