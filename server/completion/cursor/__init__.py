@@ -31,13 +31,15 @@ The modules, each importing only those listed before it:
 - `chains`: the chain being typed and the call around the cursor, read from the text.
 - `scopes`: the enclosing classes and functions.
 - `attribute_types`: types read from text (`type_chain`, `attribute_type`).
-- `walker`: the rest of the analysis, still to be cut into modules.
+- `walker`: the walk of the window's tree: references and local types.
 - `imports`: the file's import statements (`file_imports`).
+- `analysis`: `analyse`, which puts them together.
 
 This `__init__` re-exports what the rest of the server imports; the modules import each
 other directly.
 """
 
+from server.completion.cursor.analysis import analyse
 from server.completion.cursor.attribute_types import (
     attribute_type,
     python_attribute_types,
@@ -47,7 +49,6 @@ from server.completion.cursor.chains import chain_before
 from server.completion.cursor.imports import file_imports, import_statement_matches
 from server.completion.cursor.parsing import parse, parser_for
 from server.completion.cursor.results import CALL, Binding, CursorInfo, Imports, Reference, Tier
-from server.completion.cursor.walker import analyse
 from server.completion.cursor.window import WINDOW_MAX_CHARS
 
 __all__ = [
