@@ -16,7 +16,6 @@ import server.completion.context as server_context
 from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
-from server.completion import cursor as cursor_module
 from server.completion.context import (
     DUPLICATE_JACCARD,
     Budget,
@@ -31,6 +30,7 @@ from server.completion.context import (
     leaf_tokens,
 )
 from server.completion.cursor import analyse, parser_for
+from server.completion.cursor import parsing as cursor_parsing
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -1052,7 +1052,7 @@ def test_a_context_does_not_depend_on_the_clock(
         for memo in (server_context._token_sets, server_context._first_ends):
             memo.clear()
         server_context._duplicates.clear()
-        cursor_module._windows.last.clear()
+        cursor_parsing._windows.last.clear()
         builder = ContextBuilder(py_index, texts={SERVICE: text})
         builder.prepare(SERVICE)
         out = []

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.completion import cursor as cursor_module
 from server.completion.cursor import (
     CALL,
     WINDOW_MAX_CHARS,
@@ -22,8 +21,12 @@ from server.completion.cursor import (
     python_attribute_types,
     type_chain,
 )
-from server.completion.cursor import _windows as _windows
+from server.completion.cursor import imports as cursor_imports
 from server.completion.cursor import parse as cursor_parse
+from server.completion.cursor import parsing as cursor_parsing
+from server.completion.cursor import positions as cursor_positions
+from server.completion.cursor import walker as cursor_walker
+from server.completion.cursor.parsing import _windows as _windows
 from server.completion.stops import Mode
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -395,22 +398,22 @@ def test_imports_follow_every_keystroke(
     """A keystroke in a line of no import statement, with no import keyword, in a file
     with no unfinished import, reuses the last imports; any other edit reads them again.
     Either way each answer is that of a fresh read."""
-    import server.completion.cursor as cursor
-
     unfinished = typed == "    Square)"
     template = IMPORTING.replace("|)", "|", 1) if unfinished else IMPORTING
     first, second = (i for i, c in enumerate(template) if c == "|")
     place = first if typed.startswith("    Square") else second - 1
     source = template.replace("|", "")
     reads = []
-    scan = cursor._import_statements
-    monkeypatch.setattr(cursor, "_import_statements", lambda *a: reads.append(a) or scan(*a))
+    scan = cursor_imports._import_statements
+    monkeypatch.setattr(
+        cursor_imports, "_import_statements", lambda *a: reads.append(a) or scan(*a)
+    )
     file_imports(source, "python")
     fresh = 0
     for length in range(1, len(typed) + 1):
         text = source[:place] + typed[:length] + source[place:]
         answer = file_imports(text, "python", place + length)
-        cursor._last_imports.clear()
+        cursor_imports._last_imports.clear()
         assert answer == file_imports(text, "python"), typed[:length]
         fresh += 1
     assert (len(reads) - 1 - fresh > 0) == reread
@@ -421,22 +424,20 @@ def test_imports_follow_every_keystroke(
 def test_local_types_far_above_come_from_a_memo_of_their_statements() -> None:
     """Statements above the lines whose names count give only local types; those are
     kept by statement text, and a second analysis reads them back the same."""
-    import server.completion.cursor as cursor
-
     text = (
         "def f(store: Store):\n    repo = Repo()\n    if store:\n        cache: Cache = make()\n"
         + "    x = 1\n" * 20
         + "    repo."
     )
-    cursor._declared.by_statement.clear()
+    cursor_walker._declared.by_statement.clear()
     first = analyse(text, len(text), "python")
     assert {k: first.types[k] for k in ("store", "repo", "cache")} == {
         "store": ("Store",),
         "repo": ("Repo", "()"),  # a call: resolved to what it returns
         "cache": ("Cache",),
     }
-    assert len(cursor._declared.by_statement) >= 3  # repo, the if (and cache in it), x
-    cursor._windows.last.clear()
+    assert len(cursor_walker._declared.by_statement) >= 3  # repo, the if (and cache in it), x
+    cursor_parsing._windows.last.clear()
     assert analyse(text, len(text), "python") == first
 
 
@@ -445,8 +446,6 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
     another file's in between), the local types of the statements above the names and
     the names of those between them and the cursor's statement come from memos; every
     answer equals that of a parse and a walk from scratch."""
-    import server.completion.cursor as cursor
-
     typed = "        self.store.save(item, n=n, label=os.path.join('a', util.x))\n"
     head = PY_SERVICE.replace("|", "")
     other = "def other(a):\n    return a.b(\n"
@@ -455,10 +454,10 @@ def test_typing_key_by_key_analyses_as_a_fresh_parse_would() -> None:
         if length % 7 == 0:
             analyse(other, len(other), "python")  # a hover in another file
         incremental = analyse(text, len(text), "python")
-        walked = len(cursor._declared.walked)
-        cursor._windows.last.clear()
-        cursor._declared.by_statement.clear()
-        cursor._declared.walked.clear()
+        walked = len(cursor_walker._declared.walked)
+        cursor_parsing._windows.last.clear()
+        cursor_walker._declared.by_statement.clear()
+        cursor_walker._declared.walked.clear()
         assert analyse(text, len(text), "python") == incremental, typed[:length]
         assert walked > 0  # the lines between the names' first and the cursor's
 
@@ -467,14 +466,12 @@ def test_the_whole_files_tree_analyses_as_its_window_does() -> None:
     """With the document's tree (the server's, from its opening), the analysis walks the
     same lines without parsing them: the same scopes, names and local types, here for
     every cursor of a file, away from where a window's cut changes the parse."""
-    import server.completion.cursor as cursor
-
     text = PY_SERVICE.replace("|", "") + "\n\ndef helper(x: WH) -> None:\n    y = x.run()\n"
     tree = parser_for("python").parse(text.encode())
     differ = []
     for offset in range(0, len(text), 3):
-        cursor._declared.by_statement.clear()
-        cursor._declared.walked.clear()
+        cursor_walker._declared.by_statement.clear()
+        cursor_walker._declared.walked.clear()
         window = analyse(text, offset, "python")
         whole = analyse(text, offset, "python", tree=tree)
         if whole != window:
@@ -531,7 +528,7 @@ def test_a_window_trees_node_texts_are_sliced_from_its_bytes() -> None:
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        assert cursor_module._bytes_of(node, source) == node.text
+        assert cursor_parsing._bytes_of(node, source) == node.text
     window = analyse(text, len(text) - 1, "python")
     assert window.types["ziel"] == ("Ziel", "()") and window.types["name"] == ("Name",)
     assert window.scopes[-1].name == "grüße"
@@ -560,7 +557,7 @@ def test_counts_by_positions_are_counts_by_str_count(lines: list[str], data: st.
     """`_Positions` answers as `str.count` does: newlines in any span, triple quotes in
     a span from a line start (runs of four or more quotes included)."""
     text = "\n".join(lines)
-    positions, counter = cursor_module._Positions(text), cursor_module._Counter(text)
+    positions, counter = cursor_positions._Positions(text), cursor_positions._Counter(text)
     line_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
     start = data.draw(st.sampled_from(line_starts))
     end = data.draw(st.integers(0, len(text)))
@@ -576,10 +573,10 @@ def test_the_analysis_is_the_same_with_the_texts_positions() -> None:
     text = text.replace("\n\n", '\n    """A doc\n    string."""\n\n', 3)
     for offset in range(0, len(text), 7):
         _windows.last.clear()
-        cursor_module._seen.text = cursor_module._seen.positions = None
+        cursor_positions._seen.text = cursor_positions._seen.positions = None
         first = analyse(text, offset, "python")
-        assert cursor_module._seen.positions is None
+        assert cursor_positions._seen.positions is None
         _windows.last.clear()
         again = analyse(text, offset, "python")
-        assert cursor_module._seen.positions is not None
+        assert cursor_positions._seen.positions is not None
         assert again == first
