@@ -1,0 +1,35 @@
+"""The context of one completion: which code from other files goes into the prompt.
+
+The package's public interface: the names code outside it imports."""
+
+from server.completion.context.resolution import (
+    CLASS_KINDS,
+    DUPLICATE_JACCARD,
+    Budget,
+    Context,
+    ContextBuilder,
+    Snippet,
+    build_context,
+    default_overhead,
+    estimate_tokens,
+    fit_prefix,
+    fit_suffix,
+    jaccard,
+    leaf_tokens,
+)
+
+__all__ = [
+    "CLASS_KINDS",
+    "DUPLICATE_JACCARD",
+    "Budget",
+    "Context",
+    "ContextBuilder",
+    "Snippet",
+    "build_context",
+    "default_overhead",
+    "estimate_tokens",
+    "fit_prefix",
+    "fit_suffix",
+    "jaccard",
+    "leaf_tokens",
+]
