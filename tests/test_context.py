@@ -25,10 +25,12 @@ from server.completion.context import (
     Snippet,
     build_context,
     default_overhead,
+    definitions,
     estimate_tokens,
     fit_prefix,
     jaccard,
     leaf_tokens,
+    module_files,
 )
 from server.completion.cursor import analyse, parser_for
 
@@ -784,7 +786,7 @@ def reference_module_file(module: str, deps: frozenset[str]) -> list[str]:
     tail = module.replace(".", "/")
     for dep in sorted(deps):
         if dep.endswith((".py", ".pyi")):
-            stem = server_context._stem(dep)
+            stem = module_files._stem(dep)
             if stem == tail or stem.endswith("/" + tail):
                 return [dep]
     return []
@@ -807,7 +809,7 @@ PARTS = ["a", "b", "pkg", "src", "util"]
 def test_an_absolute_import_finds_the_file_the_linear_search_found(
     deps: frozenset[str], module: str
 ) -> None:
-    found = server_context._python_deps_by_tail(deps).get(module.replace(".", "/"))
+    found = module_files._python_deps_by_tail(deps).get(module.replace(".", "/"))
     assert ([found] if found else []) == reference_module_file(module, deps)
 
 
@@ -822,18 +824,18 @@ def test_a_files_imports_are_indexed_by_the_names_they_bring_in() -> None:
     star = ImportRef(".more", ("*",), 3)
     dotted = ImportRef("os.path", (), 4)
     renamed = ImportRef(".warm", ("Item",), 5, (("Item", "WarmItem"), ("Item", "Other")))
-    defs = server_context._FileDefs("python", {}, {}, (first, second, star, dotted, renamed))
+    defs = definitions._FileDefs("python", {}, {}, (first, second, star, dotted, renamed))
     assert defs.importing["Store"] == [
-        (server_context._ALIASED, first, "ColdStore"),
-        (server_context._NAMED, second, ""),
+        (definitions._ALIASED, first, "ColdStore"),
+        (definitions._NAMED, second, ""),
     ]
     assert defs.importing["Item"] == [
-        (server_context._NAMED, first, ""),
-        (server_context._ALIASED, renamed, "WarmItem"),
+        (definitions._NAMED, first, ""),
+        (definitions._ALIASED, renamed, "WarmItem"),
     ]
-    assert defs.importing["os"] == [(server_context._MODULE, dotted, "")]
+    assert defs.importing["os"] == [(definitions._MODULE, dotted, "")]
     assert defs.stars == (star,)
-    go = server_context._FileDefs("go", {}, {}, (ImportRef("fmt"),))
+    go = definitions._FileDefs("go", {}, {}, (ImportRef("fmt"),))
     assert "fmt" not in go.importing and go.stars == ()
 
 

@@ -2,16 +2,13 @@
 
 The package's public interface: the names code outside it imports."""
 
+from server.completion.context.definitions import CLASS_KINDS
+from server.completion.context.model import Budget, Context, Snippet, estimate_tokens
 from server.completion.context.resolution import (
-    CLASS_KINDS,
     DUPLICATE_JACCARD,
-    Budget,
-    Context,
     ContextBuilder,
-    Snippet,
     build_context,
     default_overhead,
-    estimate_tokens,
     fit_prefix,
     fit_suffix,
     jaccard,

@@ -69,26 +69,48 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import gc
 import itertools
 import logging
 import posixpath
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Reversible, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Generic, TypeVar
+from typing import Final
 
 import xxhash
 from tree_sitter import Tree
 
 from cache.index import ProjectIndex
 from cache.languages import language_for_name
-from cache.model import Definition, FileRecord, ImportRef
+from cache.model import Definition, FileRecord
 from server.completion import file_head
 from server.completion import similar as similar_code
+from server.completion.context.definitions import (
+    _ALIASED,
+    _NAMED,
+    CLASS_KINDS,
+    _bases,
+    _FileDefs,
+    _return_type,
+    _variable_type,
+)
+from server.completion.context.lru import V, _Lru
+from server.completion.context.model import (
+    Budget,
+    Context,
+    Count,
+    Overhead,
+    Snippet,
+    Target,
+    estimate_tokens,
+)
+from server.completion.context.module_files import (
+    _SAME_PACKAGE,
+    _python_module_files,
+    _stem,
+    _ts_files,
+)
 from server.completion.cursor import (
     CALL,
     Binding,
@@ -101,13 +123,10 @@ from server.completion.cursor import (
     parse,
     parser_for,
     python_attribute_types,
-    type_chain,
 )
 
 log = logging.getLogger(__name__)
 
-Count = Callable[[str], int]
-Overhead = Callable[[str], int]
 
 SHORT_LINES: Final = 15
 """A definition this short is shown whole; a longer one by its signature and docstring."""
@@ -146,180 +165,12 @@ IN_WINDOW_SHARE: Final = 0.85
 """A snippet with at least this share of its lines already in the window is dropped."""
 GUESS_CHARS_PER_TOKEN: Final = 6
 """Where trimming starts: more characters per token than code ever averages."""
-CLASS_KINDS: Final = frozenset(
-    {"class", "struct", "interface", "trait", "enum", "record", "type", "impl", "object"}
-)
 BRACE_LANGUAGES: Final = frozenset({"typescript", "tsx", "javascript", "java", "rust", "go"})
 _DIRECTNESS: Final = {Tier.TARGET: 4, Tier.TYPED: 3, Tier.STATEMENT: 2, Tier.ABOVE: 1}
-_PY_EXTENSIONS: Final = (".py", ".pyi")
-_TS_EXTENSIONS: Final = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs")
 _PY_DUNDERS_SHOWN: Final = frozenset({"__init__", "__call__", "__enter__", "__exit__", "__iter__"})
 
 
-def estimate_tokens(text: str) -> int:
-    """Characters / 4, rounded up: the documented stand-in when no tokenizer is loaded."""
-    return (len(text) + 3) // 4
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How many tokens the context may take, and how they are shared.
-
-    Snippets get up to `cross_file_share` of the total, the suffix up to `suffix_share`,
-    similar-code chunks up to `similar_share` of what those two leave; the prefix gets
-    everything they leave unused."""
-
-    total: int = 2048
-    suffix_share: float = 0.06
-    """Small: in prefix-suffix-middle order the suffix follows the cursor, so its tokens
-    are recomputed on every keystroke (0.06 of 2,048 is ~120 tokens, 8-12 lines)."""
-    cross_file_share: float = 0.35
-    reserved: int = 0
-    """Tokens of the template's own fixed parts, taken off the total first."""
-    max_snippets: int = 32
-    prefix_step_lines: int = 8
-    """The prefix starts at a multiple of this many lines (stable across keystrokes)."""
-    similar_share: float = 0.15
-    """Most similar-code chunks may take (`server.completion.similar`), out of what the snippets and
-    the suffix leave (so out of the prefix's room); 0 turns them off."""
-    head_share: float = 0.1
-    """Most the current file's imports may take when the prefix is cut above them
-    (`server.completion.file_head`), out of the prefix's room; 0 turns them off."""
-
-    @property
-    def available(self) -> int:
-        return max(0, self.total - self.reserved)
-
-    @property
-    def cross_file_cap(self) -> int:
-        return int(self.available * min(1.0, max(0.0, self.cross_file_share)))
-
-    @property
-    def suffix_cap(self) -> int:
-        return int(self.available * self._suffix_fraction)
-
-    @property
-    def similar_cap(self) -> int:
-        room = 1.0 - min(1.0, max(0.0, self.cross_file_share)) - self._suffix_fraction
-        return int(self.available * max(0.0, min(room, self.similar_share)))
-
-    @property
-    def head_cap(self) -> int:
-        return int(self.available * min(1.0, max(0.0, self.head_share)))
-
-    @property
-    def _suffix_fraction(self) -> float:
-        return min(1.0 - min(1.0, max(0.0, self.cross_file_share)), max(0.0, self.suffix_share))
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class Snippet:
-    """Code from another file, as the prompt shows it. Never changed once made (a new
-    score or text makes a new one); not frozen only because a frozen dataclass sets each
-    field through `object.__setattr__`, 2.4 against 0.5 us a snippet, and a build makes
-    a hundred of them."""
-
-    path: str
-    text: str
-    start_line: int
-    score: float
-    name: str = ""
-    """The definition's qualified name; "" for a file outline."""
-    language: str | None = None
-    similar: bool = False
-    """A chunk of similar code (`server.completion.similar`), not a definition or an outline: it
-    competes for its own share of the budget."""
-    head: bool = False
-    """The current file's own import statements that the prefix no longer shows
-    (`server.completion.file_head`): rendered last, next to the file they belong to."""
-
-    @property
-    def is_file(self) -> bool:
-        return not self.name
-
-    def with_score(self, score: float) -> Snippet:
-        """This snippet scored anew (`dataclasses.replace` costs 5x as much, and runs
-        for every remembered snippet on every keystroke)."""
-        return Snippet(
-            self.path, self.text, self.start_line, score, self.name, self.language,
-            self.similar, self.head,
-        )  # fmt: skip
-
-    def with_text(self, text: str) -> Snippet:
-        return Snippet(
-            self.path, text, self.start_line, self.score, self.name, self.language,
-            self.similar, self.head,
-        )  # fmt: skip
-
-    @property
-    def order(self) -> tuple[int, str, int, str]:
-        """The render order: file outlines, then definitions, then similar code (it
-        changes with the lines being typed, so it goes last: nearest the current file,
-        where it costs the prefix cache least), then the current file's imports (right
-        before the file); by path, then line."""
-        kind = 3 if self.head else 2 if self.similar else 0 if self.is_file else 1
-        return (kind, self.path, self.start_line, self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    prefix: str
-    suffix: str
-    snippets: tuple[Snippet, ...]
-    """In render order (`Snippet.order`)."""
-    names: tuple[str, ...]
-    """The names referenced near the cursor, most direct first (dotted)."""
-    tokens: int = 0
-    """count(prefix) + count(suffix) + the snippets with their overheads."""
-    cursor: CursorInfo | None = None
-
-    def files(self) -> list[tuple[str, str]]:
-        """(path, text) pairs, in render order: what a prompt template takes."""
-        return [(snippet.path, snippet.text) for snippet in self.snippets]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where a name is defined: a definition of a file, or (definition None) the file."""
-
-    path: str
-    definition: Definition | None
-
-
 # --- small caches -----------------------------------------------------------------------------
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _Lru(Generic[K, V]):
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        """No lock: each `OrderedDict` call is atomic, and a key evicted between the two
-        by another thread's `put` is simply not moved (a build makes ~100 lookups)."""
-        value = self._items.get(key)
-        if value is not None:
-            try:  # noqa: SIM105 (a `with suppress` costs more than the lookup)
-                self._items.move_to_end(key)
-            except KeyError:
-                pass
-        return value
-
-    def put(self, key: K, value: V) -> V:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
 
 
 def _until_edited(
@@ -334,44 +185,6 @@ def _until_edited(
     if known is None:
         known = memo.put(key, make(index, file_path))
     return known
-
-
-_ALIASED, _NAMED, _MODULE = range(3)
-"""How an import brings a name in: `b as name`, `from m import name`, `import name.x`."""
-
-
-@dataclass(slots=True)
-class _FileDefs:
-    """One file's outline arranged for lookups."""
-
-    language: str | None
-    by_name: dict[str, Definition]
-    members: dict[str, list[Definition]]
-    """Parent qualified name ("" for top level) -> its direct members, in file order."""
-    imports: tuple[ImportRef, ...]
-    importing: dict[str, list[tuple[int, ImportRef, str]]] = field(default_factory=dict)
-    """Name -> the imports that bring it in, in file order, each with how (`_ALIASED`,
-    `_NAMED`, `_MODULE`) and, aliased, the name in its module: a re-export lookup reads
-    these instead of every import of the file (a package's `__init__` has hundreds)."""
-    stars: tuple[ImportRef, ...] = ()
-    """The star imports, in file order."""
-
-    def __post_init__(self) -> None:
-        python = self.language == "python"
-        for ref in self.imports:
-            seen: set[str] = set()
-            for local, original in ref.aliases:  # the first alias of a name wins
-                if local not in seen:
-                    seen.add(local)
-                    self.importing.setdefault(local, []).append((_ALIASED, ref, original))
-            for name in ref.names:
-                if name not in seen:
-                    seen.add(name)
-                    self.importing.setdefault(name, []).append((_NAMED, ref, ""))
-            head = ref.module.split(".")[0]
-            if not ref.names and python and head not in seen:
-                self.importing.setdefault(head, []).append((_MODULE, ref, ""))
-        self.stars = tuple(ref for ref in self.imports if "*" in ref.names)
 
 
 @dataclass(slots=True)
@@ -1631,142 +1444,6 @@ def related_files(index: ProjectIndex, file_path: str) -> list[str]:
     files.update(dict.fromkeys(index.related(file_path, limit=RELATED_FILES)))
     files.pop(file_path, None)
     return list(files)
-
-
-_SAME_PACKAGE: Final = {"go": ".go", "java": ".java", "rust": ".rs"}
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _stem(path: str) -> str:
-    """`path` less its source extension and a trailing `/index` or `/__init__`; memoised:
-    matching a module against a file's dependencies asks it of each of them, and a star
-    re-export chain (networkx's packages) asks it thousands of times in one build."""
-    for extension in (".d.ts", *_TS_EXTENSIONS, *_PY_EXTENSIONS, ".rs", ".go", ".java"):
-        if path.endswith(extension):
-            path = path[: -len(extension)]
-            break
-    return path.removesuffix("/index").removesuffix("/__init__")
-
-
-def _python_module_files(
-    module: str, from_path: str, records: Mapping[str, object], deps: frozenset[str]
-) -> list[str]:
-    if module.startswith("."):
-        dots = len(module) - len(module.lstrip("."))
-        base = posixpath.dirname(from_path)
-        for _ in range(dots - 1):
-            base = posixpath.dirname(base)
-        rest = module[dots:].replace(".", "/")
-        return _python_file(posixpath.join(base, rest) if rest else base, records)
-    tail = module.replace(".", "/")
-    dep = _python_deps_by_tail(deps).get(tail)
-    if dep is not None:
-        return [dep]
-    directory = posixpath.dirname(from_path)
-    while True:  # the source root is an ancestor of the importing file, most often
-        found = _python_file(posixpath.join(directory, tail) if directory else tail, records)
-        if found:
-            return found
-        if not directory:
-            break
-        directory = posixpath.dirname(directory)
-    for root in ("src", "lib"):
-        found = _python_file(f"{root}/{tail}", records)
-        if found:
-            return found
-    return []
-
-
-@functools.lru_cache(maxsize=256)
-def _python_deps_by_tail(deps: frozenset[str]) -> Mapping[str, str]:
-    """The Python files of `deps` by every tail of their module path (`a/b/c`, `b/c`,
-    `c` for `a/b/c.py`), the first in sorted order for each: an absolute import's file
-    at one lookup. A file of a star re-export chain searched its hundred dependencies for
-    every module it asked about (30-70 ms in one networkx build)."""
-    by_tail: dict[str, str] = {}
-    for dep in sorted(deps):
-        if dep.endswith(_PY_EXTENSIONS):
-            stem = _stem(dep)
-            by_tail.setdefault(stem, dep)
-            slash = stem.find("/")
-            while slash >= 0:
-                by_tail.setdefault(stem[slash + 1 :], dep)
-                slash = stem.find("/", slash + 1)
-    return by_tail
-
-
-def _python_file(stem: str, records: Mapping[str, object]) -> list[str]:
-    stem = stem.strip("/")
-    candidates = (f"{stem}.py", f"{stem}.pyi", f"{stem}/__init__.py") if stem else ("__init__.py",)
-    return [c for c in candidates if c in records][:1]
-
-
-def _ts_files(stem: str, records: Mapping[str, object]) -> list[str]:
-    stem = stem.lstrip("/")
-    if stem in records:
-        return [stem]
-    base = re.sub(r"\.(js|jsx|mjs|cjs)$", "", stem)
-    for candidate in [base + ext for ext in _TS_EXTENSIONS] + [
-        f"{base}/index{ext}" for ext in _TS_EXTENSIONS
-    ]:
-        if candidate in records:
-            return [candidate]
-    return []
-
-
-def _return_type(definition: Definition, language: str | None) -> tuple[str, ...]:
-    """The type a function's signature says it returns, as a chain."""
-    signature = definition.signature
-    if language in ("python", "rust"):
-        arrow = signature.rfind("->")
-        return type_chain(signature[arrow + 2 :].rstrip(":{ ")) if arrow >= 0 else ()
-    if language in ("typescript", "tsx", "javascript"):
-        close = signature.rfind(")")
-        rest = signature[close + 1 :].strip() if close >= 0 else ""
-        return type_chain(rest[1:]) if rest.startswith(":") else ()
-    if language == "go":
-        match = re.search(
-            rf"\b{re.escape(definition.name)}\s*(?:\[[^\]]*\])?\([^)]*\)\s*(.*)$", signature
-        )
-        return type_chain(match.group(1)) if match else ()
-    if language == "java":
-        before = signature.split(definition.name + "(", 1)[0].split()
-        return type_chain(before[-1]) if before else ()
-    return ()
-
-
-def _bases(cls: Definition, language: str | None) -> list[tuple[str, ...]]:
-    """The base classes a class header names, as chains."""
-    signature = cls.signature
-    if language == "python":
-        opened = signature.find("(")
-        inside = signature[opened + 1 : signature.rfind(")")] if opened >= 0 else ""
-        parts = [p.strip() for p in inside.split(",")]
-        return [tuple(p.split(".")) for p in parts if re.fullmatch(r"[A-Za-z_][\w.]*", p)]
-    if language in ("typescript", "tsx", "javascript", "java"):
-        return [
-            tuple(m.split(".")) for m in re.findall(r"\bextends\s+([A-Za-z_$][\w$.]*)", signature)
-        ]
-    return []
-
-
-def _variable_type(definition: Definition, language: str | None) -> tuple[str, ...]:
-    """The type of a module- or class-level variable, from `x: T = ...` or `x = T(...)`."""
-    signature = definition.signature
-    name = re.escape(definition.name)
-    if language == "python":
-        annotated = re.match(rf"\s*{name}\s*:\s*([^=]+)", signature)
-        if annotated:
-            return type_chain(annotated.group(1))
-        constructed = re.match(rf"\s*{name}\s*=\s*([A-Za-z_][\w.]*)\s*\(", signature)
-        return (*constructed.group(1).split("."), CALL) if constructed else ()
-    if language in ("typescript", "tsx", "javascript"):
-        annotated = re.search(rf"\b{name}\s*[?!]?:\s*([^=;]+)", signature)
-        if annotated:
-            return type_chain(annotated.group(1))
-        constructed = re.search(rf"\b{name}\s*=\s*new\s+([A-Za-z_$][\w$.]*)", signature)
-        return tuple(constructed.group(1).split(".")) if constructed else ()
-    return ()
 
 
 # --- rendering --------------------------------------------------------------------------------
