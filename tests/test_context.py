@@ -31,6 +31,7 @@ from server.completion.context import (
     jaccard,
     leaf_tokens,
     module_files,
+    near_duplicates,
 )
 from server.completion.cursor import analyse, parser_for
 
@@ -572,15 +573,15 @@ def test_a_cut_snippets_tokens_come_from_its_whole_snippets_parse(
     )
     whole = Snippet("big.py", f"class Big:\n{methods}", 0, 10.0, "Big", "python")
     small = Snippet("small.py", methods[:400], 0, 50.0, "m", "python")
-    server_context._tokens_of(whole)  # as `_render_ahead` does, before any build
-    server_context._tokens_of(small)
+    near_duplicates._tokens_of(whole)  # as `_render_ahead` does, before any build
+    near_duplicates._tokens_of(small)
     parses = []
-    monkeypatch.setattr(server_context, "parse", lambda *a, **k: parses.append(a))
+    monkeypatch.setattr(near_duplicates, "parse", lambda *a, **k: parses.append(a))
     built = build_context("x = 1\n", "", [small, whole], Budget(total=700))
     cut = next(s for s in built.snippets if s.path == "big.py")
     assert len(cut.text) < len(whole.text) and parses == []
     monkeypatch.undo()
-    assert server_context._tokens_of(cut) == leaf_tokens(cut.text, "python")
+    assert near_duplicates._tokens_of(cut) == leaf_tokens(cut.text, "python")
 
 
 def test_snippets_already_in_the_window_are_dropped() -> None:
@@ -997,12 +998,12 @@ def test_a_snippet_slow_to_parse_is_compared_by_its_words() -> None:
     A snippet that does not parse cleanly is compared by its words and punctuation."""
     stubs = "".join(f"def handler_{n}(event) -> None:\n    ...\n" for n in range(400))
     broken = "publisher = Publisher(\n" + stubs
-    ends = server_context._leaf_ends(broken, "python")
+    ends = near_duplicates._leaf_ends(broken, "python")
     assert ends is not None and "->" not in ends and ends["-"] < ends[">"]  # words, marks
     assert leaf_tokens(broken, "python") == frozenset(ends)
     assert jaccard(leaf_tokens(broken, "python"), leaf_tokens(broken + "\n", "python")) == 1.0
     clean = "def handler(event) -> None:\n    return None\n"
-    assert "->" in server_context._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
+    assert "->" in near_duplicates._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
 
 
 def test_a_snippets_leaves_are_read_from_its_bytes() -> None:
@@ -1026,7 +1027,7 @@ def test_a_snippets_leaves_are_read_from_its_bytes() -> None:
             stack.extend(reversed(node.children))
         elif node.text:
             expected.setdefault(node.text.decode(), node.end_byte)
-    assert server_context._leaf_ends(snippet, "python") == expected
+    assert near_duplicates._leaf_ends(snippet, "python") == expected
     assert "grüße" in expected and "→" in expected
 
 
@@ -1038,7 +1039,7 @@ def test_the_size_bound_never_changes_a_near_duplicate_answer(
     a: frozenset[str], b: frozenset[str]
 ) -> None:
     """Sizes alone rule a pair out only where the Jaccard index could not reach 0.85."""
-    assert server_context._similar_sets(a, b) == (jaccard(a, b) >= DUPLICATE_JACCARD)
+    assert near_duplicates._similar_sets(a, b) == (jaccard(a, b) >= DUPLICATE_JACCARD)
 
 
 def test_a_context_does_not_depend_on_the_clock(
@@ -1051,9 +1052,9 @@ def test_a_context_does_not_depend_on_the_clock(
     starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
 
     def builds() -> list[tuple[str, str, tuple[Snippet, ...]]]:
-        for memo in (server_context._token_sets, server_context._first_ends):
+        for memo in (near_duplicates._token_sets, near_duplicates._first_ends):
             memo.clear()
-        server_context._duplicates.clear()
+        near_duplicates._duplicates.clear()
         cursor_module._windows.last.clear()
         builder = ContextBuilder(py_index, texts={SERVICE: text})
         builder.prepare(SERVICE)

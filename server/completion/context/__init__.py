@@ -4,16 +4,10 @@ The package's public interface: the names code outside it imports."""
 
 from server.completion.context.definitions import CLASS_KINDS
 from server.completion.context.model import Budget, Context, Snippet, estimate_tokens
-from server.completion.context.resolution import (
-    DUPLICATE_JACCARD,
-    ContextBuilder,
-    build_context,
-    default_overhead,
-    fit_prefix,
-    fit_suffix,
-    jaccard,
-    leaf_tokens,
-)
+from server.completion.context.near_duplicates import DUPLICATE_JACCARD, jaccard, leaf_tokens
+from server.completion.context.packing import build_context, default_overhead
+from server.completion.context.resolution import ContextBuilder
+from server.completion.context.trimming import fit_prefix, fit_suffix
 
 __all__ = [
     "CLASS_KINDS",

@@ -74,7 +74,7 @@ import itertools
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Reversible, Sequence
+from collections.abc import Callable, Mapping, Reversible, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -84,7 +84,6 @@ from tree_sitter import Tree
 from cache.index import ProjectIndex
 from cache.languages import language_for_name
 from cache.model import Definition, FileRecord
-from server.completion import file_head
 from server.completion import similar as similar_code
 from server.completion.context.definitions import (
     _ALIASED,
@@ -111,6 +110,16 @@ from server.completion.context.module_files import (
     _stem,
     _ts_files,
 )
+from server.completion.context.near_duplicates import _lines_of, _tokens_of
+from server.completion.context.packing import build_context, default_overhead
+from server.completion.context.rendering import (
+    SHORT_CHARS,
+    _is_short_file,
+    _render_definition,
+    _render_file,
+    _Rendered,
+    _rendered_key,
+)
 from server.completion.cursor import (
     CALL,
     Binding,
@@ -120,24 +129,12 @@ from server.completion.cursor import (
     Tier,
     analyse,
     attribute_type,
-    parse,
-    parser_for,
     python_attribute_types,
 )
 
 log = logging.getLogger(__name__)
 
 
-SHORT_LINES: Final = 15
-"""A definition this short is shown whole; a longer one by its signature and docstring."""
-SHORT_CHARS: Final = 1500
-SHORT_FILE_LINES: Final = 25
-"""A related file this short is shown whole; a longer one by its outline."""
-MAX_SKELETON_LINES: Final = 40
-MAX_OUTLINE_NAMES: Final = 150
-"""A file outline by name lists at most this many top-level names."""
-MAX_MEMBERS: Final = 30
-DOC_LINES: Final = 6
 RELATED_FILES: Final = 8
 MAX_DEPTH: Final = 4
 """How many imports, re-exports and types one name is followed through."""
@@ -158,16 +155,7 @@ of the best chunks are often within a few percent of each other)."""
 SIMILAR_FADE: Final = 0.7
 """A chosen chunk the query no longer finds: its score when last found times this (it
 stays while nothing clearly better turns up)."""
-DUPLICATE_JACCARD: Final = 0.85
-MIN_CUT_TOKENS: Final = 64
-"""A snippet too long for the room left is cut to fit when at least this much fits."""
-IN_WINDOW_SHARE: Final = 0.85
-"""A snippet with at least this share of its lines already in the window is dropped."""
-GUESS_CHARS_PER_TOKEN: Final = 6
-"""Where trimming starts: more characters per token than code ever averages."""
-BRACE_LANGUAGES: Final = frozenset({"typescript", "tsx", "javascript", "java", "rust", "go"})
 _DIRECTNESS: Final = {Tier.TARGET: 4, Tier.TYPED: 3, Tier.STATEMENT: 2, Tier.ABOVE: 1}
-_PY_DUNDERS_SHOWN: Final = frozenset({"__init__", "__call__", "__enter__", "__exit__", "__iter__"})
 
 
 # --- small caches -----------------------------------------------------------------------------
@@ -185,16 +173,6 @@ def _until_edited(
     if known is None:
         known = memo.put(key, make(index, file_path))
     return known
-
-
-@dataclass(slots=True)
-class _Rendered:
-    text: str
-    start_line: int
-    language: str | None
-    blank: bool
-    """Whether the text is all whitespace: asked of every candidate rendered, and a
-    snippet's `strip()` copies it."""
 
 
 @dataclass(slots=True)
@@ -1427,11 +1405,6 @@ def _add(
         scores[key] = score
 
 
-def _rendered_key(record: FileRecord, definition: Definition | None) -> tuple[str, str, str]:
-    """A rendered snippet's cache key: the file's version and the definition shown."""
-    return (record.path, record.digest, definition.qualified_name if definition else "")
-
-
 def _digest(records: Mapping[str, FileRecord], path: str) -> str | None:
     record = records.get(path)
     return record.digest if record is not None else None
@@ -1449,534 +1422,10 @@ def related_files(index: ProjectIndex, file_path: str) -> list[str]:
 # --- rendering --------------------------------------------------------------------------------
 
 
-def _line_set(text: str) -> frozenset[str]:
-    return frozenset(stripped for line in text.split("\n") if (stripped := line.strip()))
-
-
-def _dedent(lines: list[str]) -> list[str]:
-    widths = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
-    cut = min(widths) if widths else 0
-    return [line[cut:].rstrip() for line in lines]
-
-
-def _indent(lines: Iterable[str], unit: str = "    ") -> list[str]:
-    return [unit + line if line else line for line in lines]
-
-
-def _source(defs: _FileDefs, definition: Definition, lines: list[str]) -> list[str] | None:
-    """A definition's own lines, dedented, when short enough to show whole."""
-    start, end = definition.start_line, definition.end_line
-    if end - start + 1 > SHORT_LINES or start >= len(lines):
-        return None
-    body = _dedent(lines[start : end + 1])
-    if sum(len(line) + 1 for line in body) > SHORT_CHARS:
-        return None
-    return body
-
-
-def _doc_lines(doc: str | None, language: str | None, limit: int = DOC_LINES) -> list[str]:
-    if not doc:
-        return []
-    lines = doc.strip().split("\n")
-    clipped = lines[:limit] + (["..."] if len(lines) > limit else [])
-    if language == "python":
-        if len(clipped) == 1:
-            return [f'"""{clipped[0]}"""']
-        return ['"""', *clipped, '"""']
-    marker = "///" if language == "rust" else "//"
-    return [f"{marker} {line}".rstrip() for line in clipped]
-
-
-def _is_shown_member(definition: Definition, language: str | None) -> bool:
-    name = definition.name
-    if language == "python" and name.startswith("_"):
-        return name in _PY_DUNDERS_SHOWN
-    return True
-
-
-def _member_lines(definition: Definition, language: str | None) -> list[str]:
-    """A member by its signature; a Python function's stub body on a line of its own, as
-    real code has it (the model copies `-> X: ...` one-liners into the line it completes)."""
-    signature = definition.signature
-    if language == "python" and definition.kind in ("function", "method"):
-        return [signature, "    ..."]
-    return [signature]
-
-
-def _skeleton(
-    defs: _FileDefs, definition: Definition, language: str | None, with_doc: bool, member_limit: int
-) -> list[str]:
-    """A class-like definition as header, docstring and member signatures."""
-    members = [
-        m for m in defs.members.get(definition.qualified_name, []) if _is_shown_member(m, language)
-    ]
-    shown = [line for m in members[:member_limit] for line in _member_lines(m, language)]
-    if len(members) > member_limit:
-        shown.append("..." if language == "python" else "// ...")
-    doc = _doc_lines(definition.doc, language) if with_doc else []
-    signature = definition.signature
-    if language == "python":
-        body = [*doc, *shown] or ["..."]
-        return [signature, *_indent(body)]
-    if language == "go" or "{" in signature:
-        return [*doc, signature, *shown]
-    if language == "rust" and definition.kind in ("struct", "enum") and shown:
-        return [*doc, signature, f"impl {definition.name} {{", *_indent(shown), "}"]
-    if not shown:
-        return [*doc, signature]
-    return [*doc, signature + " {", *_indent(shown), "}"]
-
-
-def _render_definition(defs: _FileDefs, definition: Definition, lines: list[str]) -> str:
-    """A definition as a snippet: whole when short, otherwise its outline; a member inside
-    its class's header."""
-    language = defs.language
-    parent_name = definition.qualified_name.rpartition(".")[0]
-    parent = defs.by_name.get(parent_name) if parent_name else None
-    source = _source(defs, definition, lines)
-    members = defs.members.get(definition.qualified_name, [])
-    if source is not None and any(m.start_line > definition.end_line for m in members):
-        source = None  # Go and Rust methods live outside the type: show them with it
-    if definition.kind in CLASS_KINDS and source is None:
-        body = _skeleton(defs, definition, language, with_doc=True, member_limit=MAX_MEMBERS)
-    elif source is not None:
-        body = source
-    else:
-        body = [*_doc_lines(definition.doc, language), definition.signature]
-        if language == "python":
-            body = [definition.signature, *_indent([*_doc_lines(definition.doc, language), "..."])]
-        elif language in BRACE_LANGUAGES and definition.kind in ("function", "method"):
-            body[-1] += " { ... }"
-    if parent is None or parent.kind not in CLASS_KINDS or language == "go":
-        return "\n".join(body) + "\n"
-    if language == "python":
-        wrapped = [parent.signature, *_indent(body)]
-    elif language == "rust":
-        wrapped = [f"impl {parent.name} {{", *_indent(body), "}"]
-    else:
-        header = (
-            parent.signature
-            if "{" not in parent.signature
-            else parent.signature.split("{")[0].rstrip()
-        )
-        wrapped = [header + " {", *_indent(body), "}"]
-    return "\n".join(wrapped) + "\n"
-
-
-def _is_short_file(lines: list[str]) -> bool:
-    return len(lines) <= SHORT_FILE_LINES and sum(len(line) + 1 for line in lines) <= SHORT_CHARS
-
-
-def _render_file(defs: _FileDefs, lines: list[str]) -> str:
-    """A related file: whole when short; else its top-level outline with class members,
-    or, when that runs past MAX_SKELETON_LINES, one line per top-level name (a module with
-    forty classes is better shown whole by name than cut after its first three)."""
-    language = defs.language
-    if _is_short_file(lines):
-        return "\n".join(line.rstrip() for line in lines).strip("\n") + "\n"
-    shown = [
-        d
-        for d in defs.members.get("", [])
-        if (d.kind not in ("package", "module") or language == "rust")
-        and (d.kind != "variable" or _is_shown_member(d, language))
-    ]
-    out: list[str] = []
-    for definition in shown:
-        if definition.kind in CLASS_KINDS:
-            out.extend(_skeleton(defs, definition, language, with_doc=False, member_limit=12))
-        else:
-            out.extend(_member_lines(definition, language))
-    if len(out) > MAX_SKELETON_LINES:
-        out = [line for d in shown[:MAX_OUTLINE_NAMES] for line in _top_level_lines(d, language)]
-        if len(shown) > MAX_OUTLINE_NAMES:
-            out.append("..." if language == "python" else "// ...")
-    return "\n".join(out) + "\n" if out else ""
-
-
-def _top_level_lines(definition: Definition, language: str | None) -> list[str]:
-    """A top-level name alone: a class by its header, without members."""
-    if definition.kind in CLASS_KINDS and language == "python":
-        return [definition.signature, "    ..."]
-    if definition.kind in CLASS_KINDS:
-        return [definition.signature.split("{")[0].rstrip()]
-    return _member_lines(definition, language)
-
-
 # --- dedup ------------------------------------------------------------------------------------
 
 
-def leaf_tokens(text: str, language: str | None) -> frozenset[str]:
-    """The set of the texts of the tree-sitter leaves of `text` (words for no grammar)."""
-    ends = _leaf_ends(text, language)
-    return frozenset(_WORD_OR_MARK.findall(text) if ends is None else ends)
-
-
-def _leaf_ends(text: str, language: str | None) -> dict[str, int] | None:
-    """Each distinct leaf text of `text`'s tree-sitter tree, with where (in bytes) its
-    first occurrence ends; None without a grammar. A parse that meets a syntax error or
-    runs past its steps (`leaf_parse_steps`) gives way to words and punctuation
-    (`_word_ends`)."""
-    if not language or parser_for(language) is None:
-        return None
-    source = text.encode("utf-8", "surrogatepass")
-    root = parse(source, language, leaf_parse_steps(len(source)), clean=True)
-    if root is None:
-        return _word_ends(text, len(source) == len(text))
-    tokens: dict[str, int] = {}
-    walker = root.walk()
-    while True:
-        if walker.goto_first_child():
-            continue
-        leaf = walker.node
-        assert leaf is not None  # a cursor always stands on a node
-        start, end = leaf.start_byte, leaf.end_byte
-        if end > start:  # the source sliced: a step-limited tree's `Node.text` reads it
-            # back through the parse's callback, 5x slower in all (0.9 against 0.18 ms
-            # for a snippet of 850 bytes)
-            tokens.setdefault(source[start:end].decode("utf-8", "replace"), end)
-        while not walker.goto_next_sibling():
-            if not walker.goto_parent():
-                return tokens
-
-
-def leaf_parse_steps(size: int) -> int:
-    """The most steps (`server.completion.cursor.parse`) a snippet of `size` bytes may take to parse
-    for its tokens: 8 and 12 a KB, where code takes 2-9 a KB (none of 3,800 clean parses
-    on /tmp/bigws took more). Outlines keep the first line of a long assignment
-    (`theLogPublisher = LogPublisher(`), and the unclosed bracket sends the parser into
-    error recovery (1.4 KB took 2-3 ms): a snippet whose parse reports a syntax error is
-    not parsed further. Steps, not time: the tokens, and so which snippets are
-    near-duplicates, depend on the text alone."""
-    return 8 + 12 * size // 1024
-
-
-def _word_ends(text: str, ascii_only: bool) -> dict[str, int]:
-    """The tokens `leaf_tokens` makes without a grammar, with where (in bytes) each first
-    occurrence ends, as `_leaf_ends` gives leaves."""
-    ends: dict[str, int] = {}
-    for match in _WORD_OR_MARK.finditer(text):
-        if match.group() not in ends:
-            end = match.end()
-            ends[match.group()] = end if ascii_only else len(text[:end].encode("utf-8", "replace"))
-    return ends
-
-
-_WORD_OR_MARK: Final = re.compile(r"\w+|[^\w\s]")
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    shared = len(a & b)
-    return shared / (len(a) + len(b) - shared)
-
-
-def _similar_sets(a: frozenset[str], b: frozenset[str]) -> bool:
-    """jaccard(a, b) >= DUPLICATE_JACCARD, without the intersection when the sizes alone
-    rule it out (the share is at most the smaller size over the larger)."""
-    small, large = sorted((len(a), len(b)))
-    if large and small < DUPLICATE_JACCARD * large:
-        return False
-    return jaccard(a, b) >= DUPLICATE_JACCARD
-
-
-_token_sets: _Lru[tuple[str, str | None], frozenset[str]] = _Lru(4096)
-_line_sets: _Lru[str, frozenset[str]] = _Lru(4096)
-_first_ends: _Lru[tuple[str, str | None], dict[str, int]] = _Lru(2048)
-"""`_leaf_ends` of the snippets `_tokens_of` parsed: the tokens of their cut heads."""
-
-
-def _tokens_of(snippet: Snippet) -> frozenset[str]:
-    """Leaf tokens of a snippet, memoised by its text (rendered texts are cached, so a
-    snippet's text is parsed once per file version)."""
-    key = (snippet.text, snippet.language)
-    tokens = _token_sets.get(key)
-    if tokens is None:
-        ends = _leaf_ends(snippet.text, snippet.language)
-        if ends is None:
-            return _token_sets.put(key, leaf_tokens(snippet.text, None))
-        _first_ends.put(key, ends)
-        tokens = _token_sets.put(key, frozenset(ends))
-    return tokens
-
-
-def _lines_of(snippet: Snippet) -> frozenset[str]:
-    lines = _line_sets.get(snippet.text)
-    if lines is None:
-        lines = _line_sets.put(snippet.text, _line_set(snippet.text))
-    return lines
-
-
-def _remember_head_tokens(whole: Snippet, head: Snippet) -> None:
-    """Memoise the leaf tokens of `head`, a snippet cut from `whole`, as those of `whole`'s
-    leaves that end inside it: its text is new at each cut, and parsing it for the
-    near-duplicate check cost a build with cuts up to half a millisecond."""
-    ends = _first_ends.get((whole.text, whole.language))
-    key = (head.text, head.language)
-    if ends is None or _token_sets.get(key) is not None:
-        return
-    size = len(head.text.encode("utf-8", "surrogatepass"))
-    _token_sets.put(key, frozenset(token for token, end in ends.items() if end <= size))
-
-
-def _near_duplicate(a: Snippet, b: Snippet) -> bool:
-    shorter, longer = len(a.text), len(b.text)
-    if shorter > longer:
-        shorter, longer = longer, shorter
-    if longer and shorter / longer < DUPLICATE_JACCARD * 0.8:
-        return False  # sizes this far apart cannot share 85% of their tokens
-    words = a.similar or b.similar  # new chunks come with new queries: no parse for them
-    key = (a.text, a.language, b.text, b.language, words)
-    known = _duplicates.get(key)
-    if known is None:
-        if words:
-            known = _similar_sets(_words_of(a), _words_of(b))
-        else:
-            known = _similar_sets(_tokens_of(a), _tokens_of(b))
-        if len(_duplicates) >= _DUPLICATES_SIZE:
-            _duplicates.clear()
-        _duplicates[key] = known
-    return known
-
-
-_DUPLICATES_SIZE: Final = 16384
-_duplicates: dict[tuple[str, str | None, str, str | None, bool], bool] = {}
-"""Pairs of snippet texts compared: the same candidates meet at every build in a file
-(a dict, not an `_Lru`: a lookup is most of what a comparison costs)."""
-
-
-def _words_of(snippet: Snippet) -> frozenset[str]:
-    """`leaf_tokens` without a grammar (words and punctuation), memoised by the text."""
-    key = (snippet.text, None)
-    words = _token_sets.get(key)
-    if words is None:
-        words = _token_sets.put(key, leaf_tokens(snippet.text, None))
-    return words
-
-
-def _in_window(snippet: Snippet, window: frozenset[str]) -> bool:
-    lines = _lines_of(snippet)
-    return bool(lines) and len(lines & window) >= IN_WINDOW_SHARE * len(lines)
-
-
 # --- budget -----------------------------------------------------------------------------------
-
-
-def default_overhead(count: Count) -> Overhead:
-    """The rendering cost of a snippet in Qwen2.5-Coder's repo-level format: the file
-    separator, the path and a newline (a template passes its own)."""
-
-    def overhead(path: str) -> int:
-        return count(f"<|file_sep|>{path}\n") + 1
-
-    return overhead
-
-
-def build_context(
-    prefix: str,
-    suffix: str,
-    candidates: Iterable[Snippet],
-    budget: Budget,
-    count: Count = estimate_tokens,
-    overhead: Overhead | None = None,
-    *,
-    names: tuple[str, ...] = (),
-    cursor: CursorInfo | None = None,
-    file_path: str = "",
-    language: str | None = None,
-) -> Context:
-    """Fit snippets, suffix and prefix into `budget`.
-
-    Snippets are taken greedily by score (ties: path, line) while they fit in the
-    cross-file cap, skipping near-duplicates of those already taken and those whose lines
-    the current file's window already shows; then the suffix, up to its cap, trimmed from
-    the bottom; then the prefix gets everything left, trimmed from the top, its first line
-    a multiple of `budget.prefix_step_lines`. When the prefix is cut, the import
-    statements of what it lost (`file_path`'s, in `language`) take up to
-    `budget.head_cap` of its room.
-    Snippets come back in render order."""
-    overhead = _per_path(overhead or default_overhead(count))
-    available = budget.available
-    window = _window_lines(prefix, suffix, budget)
-    ranked = sorted(candidates, key=lambda s: (-s.score, s.path, s.start_line, s.name))
-    chosen: list[Snippet] = []
-    used = _fit_snippets(
-        [s for s in ranked if not s.similar],
-        chosen,
-        budget.cross_file_cap,
-        budget.max_snippets,
-        window,
-        count,
-        overhead,
-    )
-    if budget.similar_cap > 0:
-        used += _fit_snippets(
-            [s for s in ranked if s.similar],
-            chosen,
-            budget.similar_cap,
-            budget.max_snippets,
-            window,
-            count,
-            overhead,
-        )
-    suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
-    room = available - used - suffix_tokens
-    lines = cursor.line if cursor is not None else None
-    prefix_text, prefix_tokens = fit_prefix(prefix, room, count, budget.prefix_step_lines, lines)
-    if len(prefix_text) < len(prefix) and file_path and budget.head_cap > 0:
-        found = _file_head(
-            file_path,
-            prefix[: min(HEAD_SCAN_CHARS, len(prefix) - len(prefix_text))],
-            language,
-            min(budget.head_cap, room // 2),
-            count,
-            overhead,
-        )
-        if found is not None:
-            head, head_tokens = found
-            chosen.append(head)
-            used += head_tokens
-            prefix_text, prefix_tokens = fit_prefix(
-                prefix, room - head_tokens, count, budget.prefix_step_lines, lines
-            )
-    snippets = tuple(sorted(chosen, key=lambda s: s.order))
-    return Context(
-        prefix_text,
-        suffix_text,
-        snippets,
-        names,
-        tokens=used + suffix_tokens + prefix_tokens,
-        cursor=cursor,
-    )
-
-
-def _per_path(overhead: Overhead) -> Overhead:
-    """`overhead`, once per path: the budget asks for a snippet's at least twice, and
-    many snippets share a path."""
-    known: dict[str, int] = {}
-
-    def once(path: str) -> int:
-        cost = known.get(path)
-        if cost is None:
-            cost = known[path] = overhead(path)
-        return cost
-
-    return once
-
-
-HEAD_SCAN_CHARS: Final = 24_000
-"""How far into the file its imports are looked for (~600 lines): a file imports at its
-top, and scanning a 200 KB file costs ~2 ms; imports further down are local ones."""
-_head_statements: _Lru[tuple[bytes, str | None], list[str]] = _Lru(64)
-
-
-def _file_head(
-    file_path: str,
-    cut: str,
-    language: str | None,
-    cap: int,
-    count: Count,
-    overhead: Overhead,
-) -> tuple[Snippet, int] | None:
-    """The import statements of the part of the current file that the prefix no longer
-    shows (`cut`, read up to HEAD_SCAN_CHARS), as a snippet of the file's own path that
-    fits `cap`, with its cost; when they do not all fit, the last ones (a file imports its
-    own package's modules last, by convention), whole statements only. None when there
-    are none. Memoised by the scanned text's hash: it moves only in steps of
-    `Budget.prefix_step_lines` lines, and not at all past HEAD_SCAN_CHARS."""
-    cut = cut[:HEAD_SCAN_CHARS]
-    key = (xxhash.xxh3_128_digest(cut.encode("utf-8", "surrogatepass")), language)
-    statements = _head_statements.get(key)
-    if statements is None:
-        statements = _head_statements.put(key, file_head.import_statements(cut, language))
-    room = cap - overhead(file_path)
-    first, total = len(statements), 0
-    while first > 0:  # each statement counted alone (memoised), then the whole once
-        cost = count(statements[first - 1]) + 1
-        if total + cost > room:
-            break
-        first, total = first - 1, total + cost
-    while first < len(statements):
-        text = "\n".join(statements[first:]) + "\n"
-        tokens = count(text)
-        if tokens <= room:
-            snippet = Snippet(file_path, text, 0, 0.0, language=language, head=True)
-            return snippet, tokens + overhead(file_path)
-        first += 1
-    return None
-
-
-def _fit_snippets(
-    ranked: list[Snippet],
-    chosen: list[Snippet],
-    cap: int,
-    max_snippets: int,
-    window: frozenset[str],
-    count: Count,
-    overhead: Overhead,
-) -> int:
-    """Append to `chosen` the best of `ranked` that fit `cap`; the tokens they take. A
-    similar-code chunk is never cut (half a call site misleads), and is skipped when a
-    snippet already chosen from its file shows most of its lines or overlaps it."""
-    used = 0
-    for snippet in ranked:
-        if len(chosen) >= max_snippets or cap - used <= 0:
-            break
-        path_cost = overhead(snippet.path)
-        spare = cap - used - path_cost  # for the text
-        tokens = count(snippet.text)
-        if tokens > spare and (snippet.similar or spare < MIN_CUT_TOKENS):
-            continue  # cannot be cut to fit either (as `_cut_to_fit` would find)
-        if _in_window(snippet, window):
-            continue
-        cost = path_cost + tokens
-        if tokens > spare:
-            whole = snippet
-            snippet, cost = _cut_to_fit(snippet, cap - used, count, overhead)
-            if not snippet.text:
-                continue
-            _remember_head_tokens(whole, snippet)
-        if snippet.similar and _shown_by(snippet, chosen):
-            continue
-        if any(_near_duplicate(snippet, other) for other in chosen):
-            continue
-        chosen.append(snippet)
-        used += cost
-    return used
-
-
-def _shown_by(chunk: Snippet, chosen: list[Snippet]) -> bool:
-    """Whether the chosen snippets of the chunk's file already show it: a chunk it
-    overlaps, or most of its lines among theirs (a definition shown whole)."""
-    end = chunk.start_line + chunk.text.count("\n")
-    same_file = [s for s in chosen if s.path == chunk.path]
-    for other in same_file:
-        if (
-            other.similar
-            and other.start_line < end
-            and chunk.start_line < (other.start_line + other.text.count("\n"))
-        ):
-            return True
-    if not same_file:
-        return False
-    lines = _lines_of(chunk)
-    shown = frozenset().union(*(_lines_of(s) for s in same_file))
-    return bool(lines) and len(lines & shown) >= IN_WINDOW_SHARE * len(lines)
-
-
-def _cut_to_fit(
-    snippet: Snippet, room: int, count: Count, overhead: Overhead
-) -> tuple[Snippet, int]:
-    """The head of a snippet too long for the room left, cut at a line end, when enough of
-    it fits to be worth showing (a big class's header, docstring and first members say
-    more than a small unrelated file); else a snippet with no text."""
-    room -= overhead(snippet.path)
-    if room < MIN_CUT_TOKENS:
-        return snippet.with_text(""), 0
-    text, tokens = fit_suffix(snippet.text, room, count)
-    if tokens < MIN_CUT_TOKENS:
-        return snippet.with_text(""), 0
-    return snippet.with_text(text), tokens + overhead(snippet.path)
 
 
 UNUSED_IMPORT_SCORE: Final = 150.0
@@ -2110,113 +1559,3 @@ def _offset_of_line(text: str, line: int) -> int:
             return len(text)
         offset = found + 1
     return offset
-
-
-def _window_lines(prefix: str, suffix: str, budget: Budget) -> frozenset[str]:
-    """Lines of the current file that the prompt shows whatever the snippets take: the
-    prefix and suffix within their smallest shares, at a generous 3 characters a token."""
-    least_prefix = max(
-        0, budget.available - budget.cross_file_cap - budget.suffix_cap - budget.similar_cap
-    )
-    head = prefix[max(0, len(prefix) - least_prefix * 3) :]
-    tail = suffix[: budget.suffix_cap * 3]
-    return _line_set(head) | _line_set(tail)
-
-
-def fit_prefix(
-    prefix: str, cap: int, count: Count, step_lines: int = 1, lines: int | None = None
-) -> tuple[str, int]:
-    """The longest tail of `prefix` that starts a line (at a multiple of `step_lines`,
-    counted from the top of the file) and counts at most `cap`; with its count. Falls back
-    to a tail that starts mid-line only when the cursor's own line is over the cap.
-    `lines`, the newlines in `prefix` where the caller knows them (the cursor's line)."""
-    if cap <= 0 or not prefix:
-        return "", 0
-    step_lines = max(1, step_lines)
-    start = max(0, len(prefix) - cap * GUESS_CHARS_PER_TOKEN)
-    if start > 0:
-        start = _next_line_start(prefix, start)
-    last_line = prefix.rfind("\n") + 1
-    if lines is None:  # once: the tries count from the end
-        lines = prefix.count("\n") if step_lines > 1 else 0
-    for _ in range(12):
-        if start > last_line:
-            break
-        if start > 0:
-            start = _step_line_start(prefix, start, step_lines, lines)
-            if start > last_line:
-                break
-        tokens = count(prefix[start:])
-        if tokens <= cap:
-            return prefix[start:], tokens
-        excess_chars = (tokens - cap) * (len(prefix) - start) // max(1, tokens)
-        start = _next_line_start(prefix, start + max(1, excess_chars))
-    return _fit_chars_from_end(prefix[last_line:], cap, count)
-
-
-def fit_suffix(suffix: str, cap: int, count: Count) -> tuple[str, int]:
-    """The longest head of `suffix` that ends a line and counts at most `cap`."""
-    if cap <= 0 or not suffix:
-        return "", 0
-    end = min(len(suffix), cap * GUESS_CHARS_PER_TOKEN)
-    if end < len(suffix):
-        end = suffix.rfind("\n", 0, end) + 1
-    first_line_end = suffix.find("\n") + 1 or len(suffix)
-    for _ in range(12):
-        if end < first_line_end:
-            break
-        tokens = count(suffix[:end])
-        if tokens <= cap:
-            return suffix[:end], tokens
-        excess_chars = (tokens - cap) * end // max(1, tokens)
-        end = suffix.rfind("\n", 0, max(0, end - max(1, excess_chars))) + 1
-    head, tokens = _fit_chars_from_start(suffix[:first_line_end], cap, count)
-    return head, tokens
-
-
-def _next_line_start(text: str, position: int) -> int:
-    """The start of the first line at or after `position`."""
-    if position <= 0 or text[position - 1] == "\n":
-        return max(0, position)
-    newline = text.find("\n", position)
-    return len(text) + 1 if newline < 0 else newline + 1
-
-
-def _step_line_start(text: str, start: int, step: int, lines: int) -> int:
-    """`start` (a line start) moved down to the next line whose number is a multiple of
-    `step`, so that the prefix's first line changes only every `step` lines. `lines`, the
-    newlines in `text`: the line number is counted from the end, which is near (counting
-    from the top took 0.25 ms a build deep in a 200 KB file)."""
-    if step <= 1:
-        return start
-    line = lines - text.count("\n", start)
-    for _ in range(-line % step):
-        newline = text.find("\n", start)
-        if newline < 0:
-            return len(text) + 1
-        start = newline + 1
-    return start
-
-
-def _fit_chars_from_end(text: str, cap: int, count: Count) -> tuple[str, int]:
-    low, high = 0, len(text)  # the longest tail that fits, by bisection
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(text[len(text) - middle :]) <= cap:
-            low = middle
-        else:
-            high = middle - 1
-    tail = text[len(text) - low :] if low else ""
-    return tail, count(tail) if tail else 0
-
-
-def _fit_chars_from_start(text: str, cap: int, count: Count) -> tuple[str, int]:
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(text[:middle]) <= cap:
-            low = middle
-        else:
-            high = middle - 1
-    head = text[:low]
-    return head, count(head) if head else 0
