@@ -28,6 +28,7 @@ from server.completion.context import (
     definitions,
     estimate_tokens,
     fit_prefix,
+    imported_names,
     jaccard,
     leaf_tokens,
     module_files,
@@ -234,28 +235,28 @@ def test_imported_names_near_the_cursor_come_from_the_files_uses() -> None:
     body = "".join(f"def f{n}():\n    return Circle({n})\n\n" for n in range(400))
     text = head + body + "def late():\n    return Blue(Square())\n\n" + body + "x = 1\n"
     cursor = analyse(text, 0, "python")
-    named = frozenset(local for local, _ in server_context._named_imports(cursor.imports))
-    uses = server_context._Uses(text, named, server_context._use_starts(text, named))
+    named = frozenset(local for local, _ in imported_names._named_imports(cursor.imports))
+    uses = imported_names._Uses(text, named, imported_names._use_starts(text, named))
     late = text.index("def late") + len("def late():\n")
     for line_start in (0, len(head), len(head) + 4000, late, len(text) - 6):
         cursor = analyse(text, line_start, "python")
-        indexed = server_context._imported_names(text, cursor, line_start, uses)
-        assert indexed == server_context._imported_names(text, cursor, line_start, None)
+        indexed = imported_names._imported_names(text, cursor, line_start, uses)
+        assert indexed == imported_names._imported_names(text, cursor, line_start, None)
     cursor = analyse(text, late, "python")
-    scores = dict(server_context._imported_names(text, cursor, late, uses))
+    scores = dict(imported_names._imported_names(text, cursor, late, uses))
     assert scores == {"Circle": 50.0, "Square": 150.0, "Red": 150.0, "Blue": 150.0}
     cursor = analyse(text, len(text) - 6, "python")
-    scores = dict(server_context._imported_names(text, cursor, len(text) - 6, uses))
+    scores = dict(imported_names._imported_names(text, cursor, len(text) - 6, uses))
     assert scores == {"Circle": 50.0, "Square": 80.0, "Red": 150.0, "Blue": 80.0}
     before_blue = named - {"Blue"}  # prepared before `Blue` was imported
-    older = server_context._Uses(text, before_blue, server_context._use_starts(text, before_blue))
-    assert dict(server_context._imported_names(text, cursor, len(text) - 6, older)) == scores
+    older = imported_names._Uses(text, before_blue, imported_names._use_starts(text, before_blue))
+    assert dict(imported_names._imported_names(text, cursor, len(text) - 6, older)) == scores
     imports = head + "import os\n"
-    filler = server_context.IMPORT_WINDOW_CHARS - (len(imports) - imports.index("Red"))
+    filler = imported_names.IMPORT_WINDOW_CHARS - (len(imports) - imports.index("Red"))
     short = imports + "#" * (filler - 1) + "\n"  # the lines read start at "Red, Blue"
     cursor = analyse(short, len(short), "python")
-    uses = server_context._Uses(short, named, server_context._use_starts(short, named))
-    scores = dict(server_context._imported_names(short, cursor, len(short), uses))
+    uses = imported_names._Uses(short, named, imported_names._use_starts(short, named))
+    scores = dict(imported_names._imported_names(short, cursor, len(short), uses))
     assert scores == dict.fromkeys(["Circle", "Square", "Red", "Blue"], 150.0)
 
 
