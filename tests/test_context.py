@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cache.index
-import server.completion.context.resolution as server_context
 from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
@@ -34,6 +33,7 @@ from server.completion.context import (
     module_files,
     near_duplicates,
 )
+from server.completion.context import builder as context_builder
 from server.completion.cursor import analyse, parser_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -538,7 +538,7 @@ def test_prepare_rehearses_builds_spread_over_the_file(
 
     monkeypatch.setattr(prepared, "build", counted)
     prepared.prepare(SERVICE)
-    assert offsets[0] == 0 and len(offsets) == server_context.REHEARSALS
+    assert offsets[0] == 0 and len(offsets) == context_builder.REHEARSALS
     assert offsets == sorted(offsets) and offsets[-1] > len(text) * 3 // 4
 
 
