@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cache.index
-import server.completion.context as server_context
 from cache.index import ProjectIndex
 from cache.model import Outline
 from cache.outline import parse_outline
@@ -24,11 +23,16 @@ from server.completion.context import (
     Snippet,
     build_context,
     default_overhead,
+    definitions,
     estimate_tokens,
     fit_prefix,
+    imported_names,
     jaccard,
     leaf_tokens,
+    module_files,
+    near_duplicates,
 )
+from server.completion.context import builder as context_builder
 from server.completion.cursor import analyse, parser_for
 from server.completion.cursor import parsing as cursor_parsing
 
@@ -231,28 +235,28 @@ def test_imported_names_near_the_cursor_come_from_the_files_uses() -> None:
     body = "".join(f"def f{n}():\n    return Circle({n})\n\n" for n in range(400))
     text = head + body + "def late():\n    return Blue(Square())\n\n" + body + "x = 1\n"
     cursor = analyse(text, 0, "python")
-    named = frozenset(local for local, _ in server_context._named_imports(cursor.imports))
-    uses = server_context._Uses(text, named, server_context._use_starts(text, named))
+    named = frozenset(local for local, _ in imported_names._named_imports(cursor.imports))
+    uses = imported_names._Uses(text, named, imported_names._use_starts(text, named))
     late = text.index("def late") + len("def late():\n")
     for line_start in (0, len(head), len(head) + 4000, late, len(text) - 6):
         cursor = analyse(text, line_start, "python")
-        indexed = server_context._imported_names(text, cursor, line_start, uses)
-        assert indexed == server_context._imported_names(text, cursor, line_start, None)
+        indexed = imported_names._imported_names(text, cursor, line_start, uses)
+        assert indexed == imported_names._imported_names(text, cursor, line_start, None)
     cursor = analyse(text, late, "python")
-    scores = dict(server_context._imported_names(text, cursor, late, uses))
+    scores = dict(imported_names._imported_names(text, cursor, late, uses))
     assert scores == {"Circle": 50.0, "Square": 150.0, "Red": 150.0, "Blue": 150.0}
     cursor = analyse(text, len(text) - 6, "python")
-    scores = dict(server_context._imported_names(text, cursor, len(text) - 6, uses))
+    scores = dict(imported_names._imported_names(text, cursor, len(text) - 6, uses))
     assert scores == {"Circle": 50.0, "Square": 80.0, "Red": 150.0, "Blue": 80.0}
     before_blue = named - {"Blue"}  # prepared before `Blue` was imported
-    older = server_context._Uses(text, before_blue, server_context._use_starts(text, before_blue))
-    assert dict(server_context._imported_names(text, cursor, len(text) - 6, older)) == scores
+    older = imported_names._Uses(text, before_blue, imported_names._use_starts(text, before_blue))
+    assert dict(imported_names._imported_names(text, cursor, len(text) - 6, older)) == scores
     imports = head + "import os\n"
-    filler = server_context.IMPORT_WINDOW_CHARS - (len(imports) - imports.index("Red"))
+    filler = imported_names.IMPORT_WINDOW_CHARS - (len(imports) - imports.index("Red"))
     short = imports + "#" * (filler - 1) + "\n"  # the lines read start at "Red, Blue"
     cursor = analyse(short, len(short), "python")
-    uses = server_context._Uses(short, named, server_context._use_starts(short, named))
-    scores = dict(server_context._imported_names(short, cursor, len(short), uses))
+    uses = imported_names._Uses(short, named, imported_names._use_starts(short, named))
+    scores = dict(imported_names._imported_names(short, cursor, len(short), uses))
     assert scores == dict.fromkeys(["Circle", "Square", "Red", "Blue"], 150.0)
 
 
@@ -534,7 +538,7 @@ def test_prepare_rehearses_builds_spread_over_the_file(
 
     monkeypatch.setattr(prepared, "build", counted)
     prepared.prepare(SERVICE)
-    assert offsets[0] == 0 and len(offsets) == server_context.REHEARSALS
+    assert offsets[0] == 0 and len(offsets) == context_builder.REHEARSALS
     assert offsets == sorted(offsets) and offsets[-1] > len(text) * 3 // 4
 
 
@@ -570,15 +574,15 @@ def test_a_cut_snippets_tokens_come_from_its_whole_snippets_parse(
     )
     whole = Snippet("big.py", f"class Big:\n{methods}", 0, 10.0, "Big", "python")
     small = Snippet("small.py", methods[:400], 0, 50.0, "m", "python")
-    server_context._tokens_of(whole)  # as `_render_ahead` does, before any build
-    server_context._tokens_of(small)
+    near_duplicates._tokens_of(whole)  # as `_render_ahead` does, before any build
+    near_duplicates._tokens_of(small)
     parses = []
-    monkeypatch.setattr(server_context, "parse", lambda *a, **k: parses.append(a))
+    monkeypatch.setattr(near_duplicates, "parse", lambda *a, **k: parses.append(a))
     built = build_context("x = 1\n", "", [small, whole], Budget(total=700))
     cut = next(s for s in built.snippets if s.path == "big.py")
     assert len(cut.text) < len(whole.text) and parses == []
     monkeypatch.undo()
-    assert server_context._tokens_of(cut) == leaf_tokens(cut.text, "python")
+    assert near_duplicates._tokens_of(cut) == leaf_tokens(cut.text, "python")
 
 
 def test_snippets_already_in_the_window_are_dropped() -> None:
@@ -784,7 +788,7 @@ def reference_module_file(module: str, deps: frozenset[str]) -> list[str]:
     tail = module.replace(".", "/")
     for dep in sorted(deps):
         if dep.endswith((".py", ".pyi")):
-            stem = server_context._stem(dep)
+            stem = module_files._stem(dep)
             if stem == tail or stem.endswith("/" + tail):
                 return [dep]
     return []
@@ -807,7 +811,7 @@ PARTS = ["a", "b", "pkg", "src", "util"]
 def test_an_absolute_import_finds_the_file_the_linear_search_found(
     deps: frozenset[str], module: str
 ) -> None:
-    found = server_context._python_deps_by_tail(deps).get(module.replace(".", "/"))
+    found = module_files._python_deps_by_tail(deps).get(module.replace(".", "/"))
     assert ([found] if found else []) == reference_module_file(module, deps)
 
 
@@ -822,18 +826,18 @@ def test_a_files_imports_are_indexed_by_the_names_they_bring_in() -> None:
     star = ImportRef(".more", ("*",), 3)
     dotted = ImportRef("os.path", (), 4)
     renamed = ImportRef(".warm", ("Item",), 5, (("Item", "WarmItem"), ("Item", "Other")))
-    defs = server_context._FileDefs("python", {}, {}, (first, second, star, dotted, renamed))
+    defs = definitions._FileDefs("python", {}, {}, (first, second, star, dotted, renamed))
     assert defs.importing["Store"] == [
-        (server_context._ALIASED, first, "ColdStore"),
-        (server_context._NAMED, second, ""),
+        (definitions._ALIASED, first, "ColdStore"),
+        (definitions._NAMED, second, ""),
     ]
     assert defs.importing["Item"] == [
-        (server_context._NAMED, first, ""),
-        (server_context._ALIASED, renamed, "WarmItem"),
+        (definitions._NAMED, first, ""),
+        (definitions._ALIASED, renamed, "WarmItem"),
     ]
-    assert defs.importing["os"] == [(server_context._MODULE, dotted, "")]
+    assert defs.importing["os"] == [(definitions._MODULE, dotted, "")]
     assert defs.stars == (star,)
-    go = server_context._FileDefs("go", {}, {}, (ImportRef("fmt"),))
+    go = definitions._FileDefs("go", {}, {}, (ImportRef("fmt"),))
     assert "fmt" not in go.importing and go.stars == ()
 
 
@@ -995,12 +999,12 @@ def test_a_snippet_slow_to_parse_is_compared_by_its_words() -> None:
     A snippet that does not parse cleanly is compared by its words and punctuation."""
     stubs = "".join(f"def handler_{n}(event) -> None:\n    ...\n" for n in range(400))
     broken = "publisher = Publisher(\n" + stubs
-    ends = server_context._leaf_ends(broken, "python")
+    ends = near_duplicates._leaf_ends(broken, "python")
     assert ends is not None and "->" not in ends and ends["-"] < ends[">"]  # words, marks
     assert leaf_tokens(broken, "python") == frozenset(ends)
     assert jaccard(leaf_tokens(broken, "python"), leaf_tokens(broken + "\n", "python")) == 1.0
     clean = "def handler(event) -> None:\n    return None\n"
-    assert "->" in server_context._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
+    assert "->" in near_duplicates._leaf_ends(clean, "python")  # parsed: the arrow is a leaf
 
 
 def test_a_snippets_leaves_are_read_from_its_bytes() -> None:
@@ -1024,7 +1028,7 @@ def test_a_snippets_leaves_are_read_from_its_bytes() -> None:
             stack.extend(reversed(node.children))
         elif node.text:
             expected.setdefault(node.text.decode(), node.end_byte)
-    assert server_context._leaf_ends(snippet, "python") == expected
+    assert near_duplicates._leaf_ends(snippet, "python") == expected
     assert "grüße" in expected and "→" in expected
 
 
@@ -1036,7 +1040,7 @@ def test_the_size_bound_never_changes_a_near_duplicate_answer(
     a: frozenset[str], b: frozenset[str]
 ) -> None:
     """Sizes alone rule a pair out only where the Jaccard index could not reach 0.85."""
-    assert server_context._similar_sets(a, b) == (jaccard(a, b) >= DUPLICATE_JACCARD)
+    assert near_duplicates._similar_sets(a, b) == (jaccard(a, b) >= DUPLICATE_JACCARD)
 
 
 def test_a_context_does_not_depend_on_the_clock(
@@ -1049,9 +1053,9 @@ def test_a_context_does_not_depend_on_the_clock(
     starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
 
     def builds() -> list[tuple[str, str, tuple[Snippet, ...]]]:
-        for memo in (server_context._token_sets, server_context._first_ends):
+        for memo in (near_duplicates._token_sets, near_duplicates._first_ends):
             memo.clear()
-        server_context._duplicates.clear()
+        near_duplicates._duplicates.clear()
         cursor_parsing._windows.last.clear()
         builder = ContextBuilder(py_index, texts={SERVICE: text})
         builder.prepare(SERVICE)
