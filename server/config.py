@@ -120,6 +120,13 @@ class BackendSettings(_Section):
     total_timeout_ms: int = Field(
         6_000, ge=100, le=600_000, description="Longest a whole completion may take."
     )
+    send_priority: bool = Field(
+        True,
+        description="Send each request's priority to vLLM (keystroke 0, refactoring 1, "
+        "prefetch 2), so that a vLLM started with `--scheduling-policy priority` serves "
+        "waiting keystrokes first. Turns itself off, with one log line, on a backend that "
+        "refuses the field.",
+    )
     local: LocalBackendSettings = Field(default_factory=LocalBackendSettings)  # type: ignore[arg-type]
 
     @field_validator("url")
@@ -162,6 +169,14 @@ class CompletionSettings(_Section):
         True,
         description="After a one-line suggestion, keep its stream to the end of the block "
         "so that accepting the line is followed at once by the next.",
+    )
+    background_throttle_ms: int = Field(
+        120,
+        ge=0,
+        le=60_000,
+        description="Pause speculative work (`continueInBackground`, `prefetch`) while the "
+        "model's first chunks take longer than this (the median of the last 8 requests), "
+        "and resume once they are back under 70% of it; 0 = never pause.",
     )
     languages: dict[str, bool] = Field(
         default_factory=lambda: {"*": True, "plaintext": False},

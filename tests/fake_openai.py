@@ -187,13 +187,16 @@ class Script:
 
     rules: list[Rule]
     default_text: str
+    refuse_fields: tuple[str, ...] = ()
+    """Request fields answered with 400, as a server that does not know them would
+    (e.g. `priority` on a vLLM without priority scheduling)."""
 
     @classmethod
     def from_json(cls, raw: object, fallback_text: str) -> Script:
         """Parse a POST /_script body; a missing default_text means the launch default."""
         if not isinstance(raw, dict):
             raise BadRequest("script must be an object {rules: [...], default_text: str}")
-        unknown = set(raw) - {"rules", "default_text"}
+        unknown = set(raw) - {"rules", "default_text", "refuse_fields"}
         if unknown:
             raise BadRequest(f"unknown script field(s) {sorted(unknown)}")
         rules = raw.get("rules", [])
@@ -204,7 +207,10 @@ class Script:
             default_text = fallback_text
         if not isinstance(default_text, str):
             raise BadRequest("default_text must be a string")
-        return cls([Rule.from_json(r) for r in rules], default_text)
+        refuse = raw.get("refuse_fields", [])
+        if not isinstance(refuse, list) or not all(isinstance(f, str) for f in refuse):
+            raise BadRequest("refuse_fields must be a list of strings")
+        return cls([Rule.from_json(r) for r in rules], default_text, tuple(refuse))
 
     def pick(self, prompt: str) -> tuple[int | None, Rule]:
         """First live rule whose ``match`` occurs in the prompt, else the default text."""
@@ -218,7 +224,11 @@ class Script:
 
     def to_json(self) -> dict[str, Any]:
         """The script as GET /_script shows it."""
-        return {"rules": [r.to_json() for r in self.rules], "default_text": self.default_text}
+        return {
+            "rules": [r.to_json() for r in self.rules],
+            "default_text": self.default_text,
+            "refuse_fields": list(self.refuse_fields),
+        }
 
 
 def token_id(piece: str, generated: bool) -> int:
@@ -787,6 +797,13 @@ class FakeServer:
             event.close("server")
             log.info("POST /v1/completions -> 401")
             return await conn.send_json(401, openai_error("invalid API key", code=401))
+        refused = [name for name in self.script.refuse_fields if name in body]
+        if refused:
+            event.behaviour, event.status = "refused_field", 400
+            event.close("server")
+            log.info("POST /v1/completions -> 400 (refused %s)", refused)
+            message = f"Unrecognized request argument supplied: {refused[0]}"
+            return await conn.send_json(400, openai_error(message))
         self.prefix_cache.query(prompt_token_ids(creq.match_text))
         index, rule = self.script.pick(creq.match_text)
         event.rule_index, event.behaviour = index, rule.behaviour
@@ -1231,12 +1248,18 @@ class FakeBackend:
         return json.loads(raw) if raw else None
 
     def script(
-        self, rules: Sequence[Mapping[str, Any]] = (), default_text: str | None = None
+        self,
+        rules: Sequence[Mapping[str, Any]] = (),
+        default_text: str | None = None,
+        refuse_fields: Sequence[str] = (),
     ) -> None:
-        """Replace the rules (and the default text; None means the launch default)."""
+        """Replace the rules (and the default text; None means the launch default), and
+        the request fields refused with 400."""
         body: dict[str, Any] = {"rules": [dict(r) for r in rules]}
         if default_text is not None:
             body["default_text"] = default_text
+        if refuse_fields:
+            body["refuse_fields"] = list(refuse_fields)
         self.call("POST", "/_script", body)
 
     def events(self) -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ def main() -> int:
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--gpu-memory-utilization", type=float)
     parser.add_argument("--enable-prefix-caching", action="store_true")
+    parser.add_argument("--scheduling-policy")
     parser.add_argument("--load-format")
     args, rest = parser.parse_known_args()
     if record := os.environ.get("FAKE_VLLM_ARGS_FILE"):

@@ -89,6 +89,7 @@ def test_start_serves_with_the_completion_flags_and_status_and_stop_follow_it(
     assert json.loads(args_file.read_text()) == [
         "--model", str(model_dir), "--served-model-name", "Qwen2.5-Coder-1.5B",
         "--host", "127.0.0.1", "--port", port, "--enable-prefix-caching",
+        "--scheduling-policy", "priority",
         "--max-model-len", "8192",  # refactor's 6144 + 2048 outgrow completion's 4096 + 128
         "--gpu-memory-utilization", "0.5",
     ]  # fmt: skip
@@ -283,6 +284,7 @@ def test_on_a_gpu_vllm_serve_gets_the_completion_settings(model_dir: Path) -> No
     assert launch.command == (
         *GPU_VLLM, "--model", str(model_dir), "--served-model-name", "Qwen2.5-Coder-1.5B",
         "--host", "127.0.0.1", "--port", "8123", "--enable-prefix-caching",
+        "--scheduling-policy", "priority",
         "--max-model-len", "16640", "--gpu-memory-utilization", "0.5",
     )  # fmt: skip
     assert launch.env["HF_HUB_OFFLINE"] == "1"  # a local folder: never ask the hub
@@ -303,6 +305,7 @@ def test_the_settings_reach_the_command_line(model_dir: Path) -> None:
     assert launch.command == (
         "vllm", "serve", "--model", str(model_dir), "--served-model-name", "coder",
         "--host", "127.0.0.1", "--port", "9", "--enable-prefix-caching",
+        "--scheduling-policy", "priority",
         "--max-model-len", "4096", "--gpu-memory-utilization", "0.3", "--quantization", "fp8",
     )  # fmt: skip
 

@@ -12,8 +12,9 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 import httpx
@@ -51,6 +52,16 @@ class BackendRefused(BackendError):
         return self.status >= 500 or self.status == 429
 
 
+class Priority(IntEnum):
+    """What a request is for, as vLLM's priority scheduler reads it (lower goes first):
+    the keystroke a user waits for outranks a refactoring the user asked for, which
+    outranks speculative work no one waits for yet (a prefetch)."""
+
+    KEYSTROKE = 0
+    REFACTOR = 1
+    PREFETCH = 2
+
+
 @dataclass(frozen=True)
 class CompletionRequest:
     prompt: str
@@ -60,6 +71,7 @@ class CompletionRequest:
     temperature: float = 0.0
     prompt_ids: Sequence[int] | None = None
     """Token ids sent instead of `prompt` (a resumed stream: the continuation is exact)."""
+    priority: Priority = Priority.KEYSTROKE
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,9 @@ class CompletionBackend:
             transport=transport,
         )
         self._model: ModelInfo | None = None
+        self.sends_priority = settings.send_priority
+        """Whether requests carry their `priority`; off for good once the backend refuses
+        the field (a vLLM started without `--scheduling-policy priority` may)."""
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -178,6 +193,26 @@ class CompletionBackend:
         """
         stats = stats or StreamStats()
         model = await self.model()
+        body = self._body(request, model)
+        try:
+            async with self._open(body) as response:
+                async for chunk in self._chunks(response, stats):
+                    yield chunk
+        except BackendRefused as exc:
+            if not ("priority" in body and _refuses_priority(exc)):
+                raise
+            self.sends_priority = False
+            log.warning(
+                "the backend refuses request priorities (%s); sending requests without them. "
+                "Start vLLM with --scheduling-policy priority so keystrokes go before "
+                "speculative work",
+                exc,
+            )
+            async with self._open(self._body(request, model)) as response:
+                async for chunk in self._chunks(response, stats):
+                    yield chunk
+
+    def _body(self, request: CompletionRequest, model: ModelInfo) -> dict[str, Any]:
         prompt: str | list[int] = (
             request.prompt if request.prompt_ids is None else list(request.prompt_ids)
         )
@@ -193,7 +228,14 @@ class CompletionBackend:
             body["return_token_ids"] = True
             if request.stop_token_ids:
                 body["stop_token_ids"] = list(request.stop_token_ids)
-        deadline = self.settings.first_chunk_timeout_ms / 1000
+            if self.sends_priority:
+                body["priority"] = int(request.priority)
+        return body
+
+    @contextlib.asynccontextmanager
+    async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """The POST /completions response, once its status says a stream follows; httpx's
+        errors as BackendErrors. Leaving the block closes the connection."""
         try:
             async with self._client.stream("POST", "/completions", json=body) as response:
                 if response.status_code != 200:
@@ -202,31 +244,7 @@ class CompletionBackend:
                         f"backend answered HTTP {response.status_code}: {detail}",
                         response.status_code,
                     )
-                lines = response.aiter_lines()
-                while True:
-                    try:
-                        async with asyncio.timeout(deadline):
-                            line = await anext(lines)
-                    except StopAsyncIteration:
-                        raise BackendProtocolError("stream ended without [DONE]") from None
-                    except TimeoutError:
-                        what = "first chunk" if stats.first_chunk is None else "next chunk"
-                        raise BackendTimeout(f"no {what} within {deadline * 1000:.0f} ms") from None
-                    if not line.strip() or line.startswith(":"):
-                        continue
-                    if not line.startswith("data:"):
-                        raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        return
-                    chunk = _parse_chunk(data)
-                    if stats.first_chunk is None:
-                        stats.first_chunk = time.perf_counter() - stats.started
-                        deadline = self.settings.chunk_gap_ms / 1000
-                    stats.chunks += 1
-                    stats.finish_reason = chunk.finish_reason or stats.finish_reason
-                    if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
-                        yield chunk
+                yield response
         except httpx.TimeoutException as exc:
             raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
         except httpx.ConnectError as exc:
@@ -236,6 +254,36 @@ class CompletionBackend:
             raise BackendUnreachable(f"stream broken: {str(exc) or type(exc).__name__}") from None
         except httpx.HTTPError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}") from None
+
+    async def _chunks(self, response: httpx.Response, stats: StreamStats) -> AsyncGenerator[Chunk]:
+        """The SSE events of one response as chunks, with the first-chunk and chunk-gap
+        deadlines of typing."""
+        deadline = self.settings.first_chunk_timeout_ms / 1000
+        lines = response.aiter_lines()
+        while True:
+            try:
+                async with asyncio.timeout(deadline):
+                    line = await anext(lines)
+            except StopAsyncIteration:
+                raise BackendProtocolError("stream ended without [DONE]") from None
+            except TimeoutError:
+                what = "first chunk" if stats.first_chunk is None else "next chunk"
+                raise BackendTimeout(f"no {what} within {deadline * 1000:.0f} ms") from None
+            if not line.strip() or line.startswith(":"):
+                continue
+            if not line.startswith("data:"):
+                raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            chunk = _parse_chunk(data)
+            if stats.first_chunk is None:
+                stats.first_chunk = time.perf_counter() - stats.started
+                deadline = self.settings.chunk_gap_ms / 1000
+            stats.chunks += 1
+            stats.finish_reason = chunk.finish_reason or stats.finish_reason
+            if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
+                yield chunk
 
     async def _get_json(self, path: str) -> Any:
         try:
@@ -260,6 +308,12 @@ def key_may_travel(url: str) -> bool:
         or parts.host in ("localhost", "::1")
         or (parts.host.startswith("127."))
     )
+
+
+def _refuses_priority(refused: BackendRefused) -> bool:
+    """A 4xx that names the priority field: an older vLLM without priority scheduling
+    ("Priority scheduling is not enabled"), or a server that refuses unknown fields."""
+    return 400 <= refused.status < 500 and "priority" in str(refused).lower()
 
 
 def _parse_chunk(data: str) -> Chunk:

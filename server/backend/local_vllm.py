@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,12 +119,17 @@ def model_folder(shape: str) -> Path:
 
 
 def start_local_vllm(
-    model_dir: str | None = None, *, gpu: bool | None = None, startup_timeout_s: float = 900
+    model_dir: str | None = None,
+    *,
+    gpu: bool | None = None,
+    startup_timeout_s: float = 900,
+    extra_args: Sequence[str] = (),
 ) -> LocalBackend:
     """Start vLLM on the GPU if there is one (and vLLM), else the CPU build.
 
     `model_dir` (e.g. HEADSTART_MODEL) is a local folder with real weights; without it the
-    engine runs dummy weights. Raises RuntimeError with the log's tail if vLLM fails.
+    engine runs dummy weights. `extra_args` go to `vllm serve` as they are. Raises
+    RuntimeError with the log's tail if vLLM fails.
     """
     gpu = has_gpu() if gpu is None else gpu
     port = free_port()
@@ -145,6 +151,8 @@ def start_local_vllm(
             "--load-format",
             "dummy" if dummy else "auto",
             "--enable-prefix-caching",
+            "--scheduling-policy",
+            "priority",
             "--max-model-len",
             "8192",
             "--gpu-memory-utilization",
@@ -153,6 +161,7 @@ def start_local_vllm(
             "127.0.0.1",
             "--port",
             str(port),
+            *extra_args,
         ]
         description = f"vLLM on this machine's GPU, model {name}"
     else:
@@ -167,6 +176,7 @@ def start_local_vllm(
             folder,
             name,
             "dummy" if dummy else "auto",
+            *(("4096", *extra_args) if extra_args else ()),
         ]
         why = "no GPU" if not gpu else "no vLLM for the GPU in this environment"
         description = f"vLLM's CPU build ({why}), model {name}"

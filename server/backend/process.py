@@ -251,6 +251,8 @@ def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
             "--port",
             str(port),
             "--enable-prefix-caching",
+            "--scheduling-policy",
+            "priority",
             "--max-model-len",
             str(max_len),
             "--gpu-memory-utilization",

@@ -54,7 +54,7 @@ serve_cpu() {
          HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   exec "$py" -m vllm.entrypoints.openai.api_server --model "$dir" --served-model-name "$name" \
     --load-format "$load_format" --dtype float32 --gpu-memory-utilization 0.3 --max-model-len "$max_len" \
-    --enable-prefix-caching --host 127.0.0.1 --port "$port" "$@"
+    --enable-prefix-caching --scheduling-policy priority --host 127.0.0.1 --port "$port" "$@"
 }
 
 cmd=${1:-}; shift || true

@@ -23,6 +23,7 @@ from server.backend.client import (
     CompletionBackend,
     CompletionRequest,
     ModelInfo,
+    Priority,
     StreamStats,
 )
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
@@ -162,7 +163,11 @@ def build_context(
 
 
 def render_request(
-    ctx: CursorContext, context: Context, settings: CompletionSettings, prompting: Prompting
+    ctx: CursorContext,
+    context: Context,
+    settings: CompletionSettings,
+    prompting: Prompting,
+    priority: Priority = Priority.KEYSTROKE,
 ) -> tuple[CompletionRequest, CursorShape]:
     """The context rendered with the model's template into a request (the prompt stage)."""
     assert context.cursor is not None  # build() always analyses the cursor
@@ -181,6 +186,7 @@ def render_request(
         stop=prompt.stop,
         stop_token_ids=prompt.stop_token_ids,
         temperature=settings.temperature,
+        priority=priority,
     )
     return request, shape
 
@@ -220,7 +226,14 @@ class Completer:
             self._prompting[key] = Prompting(template, counter)
         return self._prompting[key]
 
-    async def complete(self, ctx: CursorContext, settings: CompletionSettings) -> Suggestion:
+    async def complete(
+        self,
+        ctx: CursorContext,
+        settings: CompletionSettings,
+        priority: Priority = Priority.KEYSTROKE,
+    ) -> Suggestion:
+        """The suggestion at `ctx`; `priority` says what it is for (a prefetch is
+        speculative)."""
         started = time.perf_counter()
         try:
             prompting = await self.prompting(settings)
@@ -231,7 +244,7 @@ class Completer:
         planned = time.perf_counter()
         context = build_context(ctx, settings, prompting)
         built = time.perf_counter()
-        request, shape = render_request(ctx, context, settings, prompting)
+        request, shape = render_request(ctx, context, settings, prompting, priority)
         decode = prompting.counter.decode if prompting.counter.exact else None
         queued = time.perf_counter()
         follow = settings.continue_in_background and shape.mode is Mode.LINE

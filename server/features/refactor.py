@@ -35,7 +35,13 @@ from typing import Final
 
 from tree_sitter import Node
 
-from server.backend.client import BackendError, CompletionBackend, CompletionRequest, StreamStats
+from server.backend.client import (
+    BackendError,
+    CompletionBackend,
+    CompletionRequest,
+    Priority,
+    StreamStats,
+)
 from server.completion.context import (
     Budget,
     ContextBuilder,
@@ -519,6 +525,7 @@ def request_for(prompt: str, max_tokens: int, temperature: float) -> CompletionR
         stop=CHATML_STOP,
         stop_token_ids=CHATML_STOP_IDS,
         temperature=temperature,
+        priority=Priority.REFACTOR,
     )
 
 

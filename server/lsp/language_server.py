@@ -24,7 +24,7 @@ from pygls.workspace import TextDocument
 from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
-from server.backend.client import BackendError, CompletionBackend
+from server.backend.client import BackendError, CompletionBackend, Priority
 from server.completion.request import (
     Completer,
     CursorContext,
@@ -34,8 +34,9 @@ from server.completion.request import (
 )
 from server.completion.stops import Mode
 from server.completion.suggestion_cache import SuggestionCache
+from server.completion.throttle import BackgroundThrottle
 from server.completion.trees import DocumentTrees
-from server.config import SettingsError, load_settings
+from server.config import CompletionSettings, SettingsError, load_settings
 from server.features.semantic_tokens.document import FULL_LEGEND, DocumentTokens
 from server.lsp.local_backend import LocalBackend
 from server.lsp.logs import configure_logging
@@ -62,6 +63,8 @@ class HeadstartServer(LanguageServer):
         """The shared local vLLM, with `backend.mode: local`."""
         self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
         self.completer = Completer(self.backend)
+        self.throttle = BackgroundThrottle(self.settings.completion.background_throttle_ms)
+        """Pauses continuations and prefetches while the backend is slow."""
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
         self.following: dict[str, asyncio.Task[Any]] = {}
@@ -91,6 +94,7 @@ class HeadstartServer(LanguageServer):
             return
         backend_changed = settings.backend != self.settings.backend
         self.settings = settings
+        self.throttle.budget_ms = settings.completion.background_throttle_ms
         self.configure_logging()
         if backend_changed:
             await self.replace_backend()
@@ -131,6 +135,7 @@ class HeadstartServer(LanguageServer):
             "character": params.position.character,
             "serverMs": ms,
             "answered": suggestion is not None,
+            "background": self.throttle.state,
         }
         if suggestion is not None:
             report |= {
@@ -329,11 +334,11 @@ class HeadstartServer(LanguageServer):
                 rest = cut_for_cursor(hit.rest, ctx) if hit.meta is Mode.LINE else hit.rest
                 return Suggestion(text=rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
         self.stop_following(uri)
-        suggestion = await self.latest.run(
-            uri, self.completer.complete(ctx, self.settings.completion)
-        )
+        suggestion = await self.latest.run(uri, self.completer.complete(ctx, self.completion()))
         if suggestion is not None:
             self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
+            if suggestion.request is not None and suggestion.error is None:
+                self.throttle.observe(suggestion.timings_ms["first_chunk"])
         if reuse and suggestion is not None and suggestion.error is None:
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None and suggestion.more is not None:
@@ -352,6 +357,14 @@ class HeadstartServer(LanguageServer):
                 resumed,
             )
         return suggestion
+
+    def completion(self) -> CompletionSettings:
+        """The completion settings for a keystroke's request: without the background
+        continuation while the throttle pauses speculative work."""
+        completion = self.settings.completion
+        if self.throttle.paused and completion.continue_in_background:
+            return completion.model_copy(update={"continue_in_background": False})
+        return completion
 
     def follow(self, uri: str, ctx: CursorContext, shown: str, more: asyncio.Task[str]) -> None:
         """Remember the lines that follow a one-line suggestion when its stream ends, so
@@ -380,7 +393,8 @@ class HeadstartServer(LanguageServer):
         reuse that would serve it is on)."""
         completion = self.settings.completion
         return (
-            completion.prefetch
+            not self.throttle.paused
+            and completion.prefetch
             and completion.reuse_typed_suggestions
             and bool(suggestion.text)
             and suggestion.error is None
@@ -397,7 +411,7 @@ class HeadstartServer(LanguageServer):
             offset=ctx.offset + len(shown),
         )
         settings = self.settings.completion.model_copy(update={"continue_in_background": False})
-        task = asyncio.create_task(self.completer.complete(accepted, settings))
+        task = asyncio.create_task(self.completer.complete(accepted, settings, Priority.PREFETCH))
         self.following[uri] = task
 
         def done(task: asyncio.Task[Suggestion]) -> None:

@@ -1,0 +1,129 @@
+"""End to end: every model request says what it is for, and speculative work backs off
+while the backend is slow (a shared GPU under load)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import fast_settings, start_session
+from fake_openai import FakeBackend
+from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
+from pytest_lsp import LanguageClient
+
+from server.backend.client import Priority
+from server.bench.editor_session import plain
+from server.completion.throttle import BackgroundThrottle
+from server.features.refactor import request_for
+from server.lsp.protocol import COMPLETION_REPORT
+
+BLOCK = "total = 0\n    for item in items:\n        total += item.price"
+
+
+async def test_keystrokes_and_prefetches_carry_their_priorities(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    await start_session(fresh, "vscode", workspace, fast_settings(fake.url, prefetch=True))
+    fake.script(
+        [
+            {"match": "items):\n    <|fim_suffix|>", "text": BLOCK + "\n\n"},
+            {"match": "item.price<|fim_suffix|>", "text": "\n    return total\n"},
+        ]
+    )
+    text, position = cursor_at("def price(items):\n    █\n")
+    uri = open_document(fresh, workspace / "pricing.py", text)
+
+    assert await suggestion(fresh, uri, position) == BLOCK
+    keystroke, prefetch = await fake.wait_for_async(lambda events: len(events) == 2)
+
+    assert keystroke["body"]["priority"] == Priority.KEYSTROKE == 0
+    assert prefetch["body"]["priority"] == Priority.PREFETCH
+    assert prefetch["prompt"].endswith("item.price<|fim_suffix|>\n<|fim_middle|>")
+
+
+def test_a_refactoring_outranks_a_prefetch_but_not_a_keystroke() -> None:
+    request = request_for("prompt", max_tokens=32, temperature=0.0)
+
+    assert request.priority == Priority.REFACTOR
+    assert Priority.KEYSTROKE < request.priority < Priority.PREFETCH
+
+
+async def test_a_backend_that_refuses_priorities_is_asked_again_without_them(
+    vscode: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    fake.script([{"match": "tax = ", "text": "amount * RATE\n"}], refuse_fields=["priority"])
+    text, position = cursor_at("tax = █\n")
+    uri = open_document(vscode, workspace / "tax.py", text)
+
+    assert await suggestion(vscode, uri, position) == "amount * RATE"
+    refused, answered = fake.events()
+    assert refused["status"] == 400 and refused["body"]["priority"] == 0
+    assert answered["status"] == 200 and "priority" not in answered["body"]
+    await wait_for_log(vscode, "the backend refuses request priorities")
+
+    text, position = cursor_at("total_tax = █\n")
+    uri = open_document(vscode, workspace / "total.py", text)
+    assert await suggestion(vscode, uri, position) == "amount * RATE"
+    assert len(fake.events()) == 3 and "priority" not in fake.events()[2]["body"]
+    assert logs(vscode).count("the backend refuses request priorities") == 1
+
+
+async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_after(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """A one-line suggestion's request asks for a block's worth of tokens while the
+    background continuation is on (128) and for a line's (64) while it is paused."""
+    reports: list[dict[str, Any]] = []
+    fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
+    settings = fast_settings(fake.url, backgroundThrottleMs=100)
+    settings["log"] = {"completionReports": "timings"}
+    await start_session(fresh, "vscode", workspace, settings)
+    slow = {"match": "<|fim_suffix|>", "text": "1\n", "first_delay_ms": 250, "times": 8}
+    fake.script([slow, {"match": "<|fim_suffix|>", "text": "2\n"}])
+
+    async def keystroke(n: int) -> dict[str, Any]:
+        text, position = cursor_at(f"value_{n} = █\n")
+        uri = open_document(fresh, workspace / f"v{n}.py", text)
+        await suggestion(fresh, uri, position)
+        return fake.events()[-1]
+
+    slow_requests = [await keystroke(n) for n in range(8)]
+    assert [event["max_tokens"] for event in slow_requests] == [128] * 8
+    await wait_for_log(fresh, "background work paused")
+    assert reports[-1]["background"] == "paused"
+
+    fast_requests = [await keystroke(n) for n in range(8, 16)]
+    assert fast_requests[0]["max_tokens"] == 64  # paused: the line only
+    await wait_for_log(fresh, "background work resumed")
+    assert fast_requests[-1]["max_tokens"] == 128
+    assert reports[-1]["background"] == "on"
+
+
+async def test_a_throttle_of_zero_never_pauses(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    await start_session(fresh, "vscode", workspace, fast_settings(fake.url, backgroundThrottleMs=0))
+    fake.script([{"match": "<|fim_suffix|>", "text": "1\n", "first_delay_ms": 150}])
+    for n in range(10):
+        text, position = cursor_at(f"value_{n} = █\n")
+        uri = open_document(fresh, workspace / f"v{n}.py", text)
+        assert await suggestion(fresh, uri, position) == "1"
+    assert [event["max_tokens"] for event in fake.events()] == [128] * 10
+    assert "background work paused" not in logs(fresh)
+
+
+def test_one_slow_request_among_fast_ones_pauses_nothing() -> None:
+    throttle = BackgroundThrottle(budget_ms=100)
+    for ms in (20, 30, 900, 25, 30, 20, 2_000, 30):
+        throttle.observe(ms)
+    assert not throttle.paused
+
+    for ms in (150, 200, 180, 400, 160):  # the median passes the budget
+        throttle.observe(ms)
+    assert throttle.paused
+    throttle.observe(80)  # under the budget, not yet under 70% of it: still paused
+    assert throttle.paused
+
+    throttle.budget_ms = 0  # the setting switched off
+    throttle.observe(500)
+    assert not throttle.paused
