@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -193,24 +193,24 @@ class CompletionBackend:
         """
         stats = stats or StreamStats()
         model = await self.model()
-        body = self._body(request, model)
-        try:
-            async with self._open(body) as response:
-                async for chunk in self._chunks(response, stats):
-                    yield chunk
-        except BackendRefused as exc:
-            if not ("priority" in body and _refuses_priority(exc)):
-                raise
-            self.sends_priority = False
-            log.warning(
-                "the backend refuses request priorities (%s); sending requests without them. "
-                "Start vLLM with --scheduling-policy priority so keystrokes go before "
-                "speculative work",
-                exc,
-            )
-            async with self._open(self._body(request, model)) as response:
-                async for chunk in self._chunks(response, stats):
-                    yield chunk
+        while True:
+            body = self._body(request, model)
+            try:
+                async with contextlib.aclosing(self._events(body, stats)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
+                return
+            except BackendRefused as exc:
+                if "priority" not in body or not _refuses_priority(exc):
+                    raise
+                # this request again, and every later one, without the field
+                self.sends_priority = False
+                log.warning(
+                    "the backend refuses request priorities (%s); sending requests without "
+                    "them. Start vLLM with --scheduling-policy priority so keystrokes go "
+                    "before speculative work",
+                    exc,
+                )
 
     def _body(self, request: CompletionRequest, model: ModelInfo) -> dict[str, Any]:
         prompt: str | list[int] = (
@@ -232,10 +232,10 @@ class CompletionBackend:
                 body["priority"] = int(request.priority)
         return body
 
-    @contextlib.asynccontextmanager
-    async def _open(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
-        """The POST /completions response, once its status says a stream follows; httpx's
-        errors as BackendErrors. Leaving the block closes the connection."""
+    async def _events(self, body: dict[str, Any], stats: StreamStats) -> AsyncGenerator[Chunk]:
+        """POST /completions and its SSE events as chunks, with the first-chunk and
+        chunk-gap deadlines of typing; httpx's errors as BackendErrors."""
+        deadline = self.settings.first_chunk_timeout_ms / 1000
         try:
             async with self._client.stream("POST", "/completions", json=body) as response:
                 if response.status_code != 200:
@@ -244,7 +244,31 @@ class CompletionBackend:
                         f"backend answered HTTP {response.status_code}: {detail}",
                         response.status_code,
                     )
-                yield response
+                lines = response.aiter_lines()
+                while True:
+                    try:
+                        async with asyncio.timeout(deadline):
+                            line = await anext(lines)
+                    except StopAsyncIteration:
+                        raise BackendProtocolError("stream ended without [DONE]") from None
+                    except TimeoutError:
+                        what = "first chunk" if stats.first_chunk is None else "next chunk"
+                        raise BackendTimeout(f"no {what} within {deadline * 1000:.0f} ms") from None
+                    if not line.strip() or line.startswith(":"):
+                        continue
+                    if not line.startswith("data:"):
+                        raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    chunk = _parse_chunk(data)
+                    if stats.first_chunk is None:
+                        stats.first_chunk = time.perf_counter() - stats.started
+                        deadline = self.settings.chunk_gap_ms / 1000
+                    stats.chunks += 1
+                    stats.finish_reason = chunk.finish_reason or stats.finish_reason
+                    if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
+                        yield chunk
         except httpx.TimeoutException as exc:
             raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
         except httpx.ConnectError as exc:
@@ -254,36 +278,6 @@ class CompletionBackend:
             raise BackendUnreachable(f"stream broken: {str(exc) or type(exc).__name__}") from None
         except httpx.HTTPError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}") from None
-
-    async def _chunks(self, response: httpx.Response, stats: StreamStats) -> AsyncGenerator[Chunk]:
-        """The SSE events of one response as chunks, with the first-chunk and chunk-gap
-        deadlines of typing."""
-        deadline = self.settings.first_chunk_timeout_ms / 1000
-        lines = response.aiter_lines()
-        while True:
-            try:
-                async with asyncio.timeout(deadline):
-                    line = await anext(lines)
-            except StopAsyncIteration:
-                raise BackendProtocolError("stream ended without [DONE]") from None
-            except TimeoutError:
-                what = "first chunk" if stats.first_chunk is None else "next chunk"
-                raise BackendTimeout(f"no {what} within {deadline * 1000:.0f} ms") from None
-            if not line.strip() or line.startswith(":"):
-                continue
-            if not line.startswith("data:"):
-                raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
-            data = line[5:].strip()
-            if data == "[DONE]":
-                return
-            chunk = _parse_chunk(data)
-            if stats.first_chunk is None:
-                stats.first_chunk = time.perf_counter() - stats.started
-                deadline = self.settings.chunk_gap_ms / 1000
-            stats.chunks += 1
-            stats.finish_reason = chunk.finish_reason or stats.finish_reason
-            if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
-                yield chunk
 
     async def _get_json(self, path: str) -> Any:
         try:
