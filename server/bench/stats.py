@@ -122,6 +122,11 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
         "accepted": sum(1 for r in records if "accepted" in r),
         "rightSuggestions": sum(1 for r in answered if r.get("right")),
         "completionCacheHitRatio": len(cached) / len(answered) if answered else None,
+        "backgroundPausedShare": (
+            sum(1 for r in answered if r.get("background") == "paused") / len(answered)
+            if answered
+            else None
+        ),
         "keystrokeToSuggestionMs": quantiles([r["ms"] for r in answered]),
         "modelRequestsMs": quantiles([r["ms"] for r in model]),
         "cacheHitsMs": quantiles([r["ms"] for r in cached]),

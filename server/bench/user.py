@@ -141,6 +141,7 @@ class SimulatedUser:
             record["cached"] = bool(report.get("cached"))
             record["serverMs"] = report.get("serverMs")
             record["timings"] = report.get("timingsMs")
+            record["background"] = report.get("background")
             if report.get("error"):
                 record["error"] = report["error"]
             if "request" in report:
