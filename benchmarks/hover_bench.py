@@ -43,13 +43,13 @@ from server.completion.context import ContextBuilder  # noqa: E402
 from server.completion.trees import DocumentTrees  # noqa: E402
 from server.features.hover import hover_at, render  # noqa: E402
 from server.features.semantic_tokens.document import (  # noqa: E402
-    FULL_LEGEND,
     Columns,
     DocumentTokens,
     delta,
     encode,
     project_names,
 )
+from server.features.semantic_tokens.legend import FULL_LEGEND  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from server.completion.cursor import parse
 from server.features.semantic_tokens.document import (
-    FULL_LEGEND,
     Columns,
-    Legend,
     ProjectName,
     ProjectNames,
     apply_delta,
@@ -14,6 +12,7 @@ from server.features.semantic_tokens.document import (
     delta,
     encode,
 )
+from server.features.semantic_tokens.legend import FULL_LEGEND, Legend
 
 
 def kinds(source: str, project: ProjectNames | None = None) -> list[str]:

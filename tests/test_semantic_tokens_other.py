@@ -21,7 +21,6 @@ from server.completion.context import ContextBuilder
 from server.completion.cursor import parse
 from server.completion.trees import DocumentTrees
 from server.features.semantic_tokens.document import (
-    FULL_LEGEND,
     Columns,
     DocumentTokens,
     classify_any,
@@ -29,6 +28,7 @@ from server.features.semantic_tokens.document import (
     encode,
     project_names,
 )
+from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.features.semantic_tokens.model import ProjectNames
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

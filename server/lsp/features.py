@@ -40,11 +40,11 @@ from server.features.refactor import RefactorError, RefactorKind, Replacement, T
 from server.features.semantic_tokens.document import (
     SUPPORTED_LANGUAGES,
     Columns,
-    Legend,
     encode,
     project_names,
 )
 from server.features.semantic_tokens.document import delta as tokens_delta
+from server.features.semantic_tokens.legend import Legend
 from server.features.semantic_tokens.model import Token
 from server.lsp.language_server import HeadstartServer, checked_offset
 

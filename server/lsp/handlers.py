@@ -17,7 +17,7 @@ from cache.paths import uri_to_path
 from server import __version__
 from server.config import SECTION, SettingsError, load_settings
 from server.features.refactor import ACTION_KINDS
-from server.features.semantic_tokens.document import FULL_LEGEND
+from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp import features
 from server.lsp.language_server import HeadstartServer
 from server.lsp.logs import attach_editor

@@ -37,7 +37,8 @@ from server.completion.suggestion_cache import SuggestionCache
 from server.completion.throttle import BackgroundThrottle
 from server.completion.trees import DocumentTrees
 from server.config import CompletionSettings, SettingsError, load_settings
-from server.features.semantic_tokens.document import FULL_LEGEND, DocumentTokens
+from server.features.semantic_tokens.document import DocumentTokens
+from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp.local_backend import LocalBackend
 from server.lsp.logs import configure_logging
 from server.lsp.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
