@@ -47,9 +47,9 @@ from server.features.semantic_tokens.document import (  # noqa: E402
     DocumentTokens,
     delta,
     encode,
-    project_names,
 )
 from server.features.semantic_tokens.legend import FULL_LEGEND  # noqa: E402
+from server.features.semantic_tokens.project import project_names  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -5,14 +5,13 @@ from __future__ import annotations
 from server.completion.cursor import parse
 from server.features.semantic_tokens.document import (
     Columns,
-    ProjectName,
-    ProjectNames,
     apply_delta,
     classify,
     delta,
     encode,
 )
 from server.features.semantic_tokens.legend import FULL_LEGEND, Legend
+from server.features.semantic_tokens.model import ProjectName, ProjectNames
 
 
 def kinds(source: str, project: ProjectNames | None = None) -> list[str]:

@@ -26,10 +26,10 @@ from server.features.semantic_tokens.document import (
     classify_any,
     delta,
     encode,
-    project_names,
 )
 from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.features.semantic_tokens.model import ProjectNames
+from server.features.semantic_tokens.project import project_names
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROJECT = FIXTURES / "tokens_multi"

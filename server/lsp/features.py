@@ -41,11 +41,11 @@ from server.features.semantic_tokens.document import (
     SUPPORTED_LANGUAGES,
     Columns,
     encode,
-    project_names,
 )
 from server.features.semantic_tokens.document import delta as tokens_delta
 from server.features.semantic_tokens.legend import Legend
 from server.features.semantic_tokens.model import Token
+from server.features.semantic_tokens.project import project_names
 from server.lsp.language_server import HeadstartServer, checked_offset
 
 log = logging.getLogger(__name__)
