@@ -42,12 +42,8 @@ from cache.queue import FileQueue  # noqa: E402
 from server.completion.context import ContextBuilder  # noqa: E402
 from server.completion.trees import DocumentTrees  # noqa: E402
 from server.features.hover import hover_at, render  # noqa: E402
-from server.features.semantic_tokens.document import (  # noqa: E402
-    Columns,
-    DocumentTokens,
-    delta,
-    encode,
-)
+from server.features.semantic_tokens.document import DocumentTokens  # noqa: E402
+from server.features.semantic_tokens.encoding import Columns, delta, encode  # noqa: E402
 from server.features.semantic_tokens.legend import FULL_LEGEND  # noqa: E402
 from server.features.semantic_tokens.project import project_names  # noqa: E402
 from server.metrics import percentile  # noqa: E402

@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 from shop_helpers import CHECKOUT, SHOP, copy_shop, wait_for_index
 
-from server.features.semantic_tokens.document import apply_delta
+from server.features.semantic_tokens.encoding import apply_delta
 
 
 @pytest.fixture

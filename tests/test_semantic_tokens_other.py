@@ -20,13 +20,8 @@ from cache.languages import language_for
 from server.completion.context import ContextBuilder
 from server.completion.cursor import parse
 from server.completion.trees import DocumentTrees
-from server.features.semantic_tokens.document import (
-    Columns,
-    DocumentTokens,
-    classify_any,
-    delta,
-    encode,
-)
+from server.features.semantic_tokens.document import DocumentTokens, classify_any
+from server.features.semantic_tokens.encoding import Columns, delta, encode
 from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.features.semantic_tokens.model import ProjectNames
 from server.features.semantic_tokens.project import project_names

@@ -37,12 +37,9 @@ from server.completion.context import ContextBuilder
 from server.features import hover as hovers
 from server.features import refactor
 from server.features.refactor import RefactorError, RefactorKind, Replacement, Target
-from server.features.semantic_tokens.document import (
-    SUPPORTED_LANGUAGES,
-    Columns,
-    encode,
-)
-from server.features.semantic_tokens.document import delta as tokens_delta
+from server.features.semantic_tokens.document import SUPPORTED_LANGUAGES
+from server.features.semantic_tokens.encoding import Columns, encode
+from server.features.semantic_tokens.encoding import delta as tokens_delta
 from server.features.semantic_tokens.legend import Legend
 from server.features.semantic_tokens.model import Token
 from server.features.semantic_tokens.project import project_names

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -41,7 +41,6 @@ from server.features.semantic_tokens import go as tokens_go
 from server.features.semantic_tokens import java as tokens_java
 from server.features.semantic_tokens import rust as tokens_rust
 from server.features.semantic_tokens import typescript as tokens_ts
-from server.features.semantic_tokens.legend import Legend
 from server.features.semantic_tokens.model import (
     CONSTANT,
     CROSS_FILE,
@@ -486,83 +485,6 @@ def classify_any(root: Node, language: str, project: ProjectNames) -> list[Token
     without a classifier."""
     classifier = _CLASSIFIERS.get(language)
     return classifier(root, project) if classifier is not None else None
-
-
-# --- encoding ---------------------------------------------------------------------------------
-
-
-class Columns:
-    """Byte columns of a text's lines converted to the client's position units."""
-
-    def __init__(self, text: str, encoding: str = "utf-16") -> None:
-        self.lines = text.split("\n")
-        self.encoding = encoding
-        self._wide: dict[int, bytes] = {}
-
-    def convert(self, line: int, byte_column: int) -> int:
-        if self.encoding == "utf-8" or line >= len(self.lines):
-            return byte_column
-        text = self.lines[line]
-        if text.isascii():
-            return byte_column
-        data = self._wide.get(line)
-        if data is None:
-            data = self._wide[line] = text.encode("utf-8", "surrogatepass")
-        head = data[:byte_column].decode("utf-8", "replace")
-        if self.encoding == "utf-32":
-            return len(head)
-        return len(head.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def encode(
-    tokens: Iterable[Token],
-    legend: Legend,
-    columns: Columns,
-    lines: tuple[int, int] | None = None,
-) -> list[int]:
-    """LSP's relative form: five integers per token (line delta, start delta, length,
-    type, modifier bits), tokens of kinds the legend lacks left out. `lines` keeps only the
-    tokens of that range of lines (start inclusive, end exclusive)."""
-    data: list[int] = []
-    last_line = last_start = 0
-    type_index, bits = legend.type_index, legend.modifier_bits
-    for token in tokens:
-        index = type_index.get(token.kind)
-        if index is None:
-            continue
-        if lines is not None and not lines[0] <= token.line < lines[1]:
-            continue
-        start = columns.convert(token.line, token.column)
-        end = columns.convert(token.line, token.column + token.length)
-        delta_line = token.line - last_line
-        delta_start = start - last_start if delta_line == 0 else start
-        mask = 0
-        for modifier in token.modifiers:
-            mask |= bits.get(modifier, 0)
-        data.extend((delta_line, delta_start, end - start, index, mask))
-        last_line, last_start = token.line, start
-    return data
-
-
-def delta(old: Sequence[int], new: Sequence[int]) -> tuple[int, int, list[int]]:
-    """One edit turning `old` into `new`: (start, delete count, data to insert)."""
-    limit = min(len(old), len(new))
-    start = 0
-    while start < limit and old[start] == new[start]:
-        start += 1
-    end_old, end_new = len(old), len(new)
-    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
-        end_old -= 1
-        end_new -= 1
-    return start, end_old - start, list(new[start:end_new])
-
-
-def apply_delta(old: Sequence[int], edits: Iterable[tuple[int, int, Sequence[int]]]) -> list[int]:
-    """`old` with edits applied, all offsets referring to `old` (as LSP specifies)."""
-    result = list(old)
-    for start, count, data in sorted(edits, key=lambda e: e[0], reverse=True):
-        result[start : start + count] = data
-    return result
 
 
 # --- per-document state -------------------------------------------------------------------------
