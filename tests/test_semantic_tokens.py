@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from server.completion.cursor import parse
-from server.features.semantic_tokens.document import classify
 from server.features.semantic_tokens.encoding import Columns, apply_delta, delta, encode
 from server.features.semantic_tokens.legend import FULL_LEGEND, Legend
 from server.features.semantic_tokens.model import ProjectName, ProjectNames
+from server.features.semantic_tokens.python import classify
 
 
 def kinds(source: str, project: ProjectNames | None = None) -> list[str]:
