@@ -1,8 +1,9 @@
 """What every language's semantic-token classifier produces and reads: tokens, and the
 project's answer about imported names.
 
-Kept apart from `document` (legend, encoding, per-document state, Python) so that each
-language's classifier can use these without importing the others.
+Kept apart from `project` (which fills in the project's answer) and the classifiers (one
+module per language) so that each language's classifier can use these without importing
+the others.
 """
 
 from __future__ import annotations
