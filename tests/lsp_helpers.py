@@ -83,6 +83,19 @@ async def wait_for_log(client: LanguageClient, text: str, timeout: float = 5.0) 
     return logs(client)
 
 
+async def wait_for_shown(client: LanguageClient, text: str, timeout: float = 5.0) -> str:
+    """The first window/showMessage containing `text`: it may arrive after the log line."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for message in client.messages:
+            if text in message.message:
+                return message.message
+        if time.monotonic() > deadline:
+            shown = [message.message for message in client.messages]
+            raise AssertionError(f"{text!r} not shown within {timeout}s; shown: {shown}")
+        await asyncio.sleep(0.02)
+
+
 def partial_change(
     uri: str, version: int, start: types.Position, end: types.Position, text: str
 ) -> types.DidChangeTextDocumentParams:

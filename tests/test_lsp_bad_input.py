@@ -29,6 +29,7 @@ from lsp_helpers import (
     spawned_server,
     suggestion,
     wait_for_log,
+    wait_for_shown,
 )
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -294,7 +295,7 @@ async def test_unknown_settings_keys_are_rejected_by_name(
     log = await wait_for_log(vscode, "keeping the previous settings")
     assert "backend.urll: Extra inputs are not permitted" in log
     assert "completions: Extra inputs are not permitted" in log
-    assert any("backend.urll" in message.message for message in vscode.messages)
+    await wait_for_shown(vscode, "backend.urll")
     await still_serving(vscode, canary)
     assert fake.events()[-1]["max_tokens"] == 128  # line mode goes on in the background
 
