@@ -54,6 +54,7 @@ BEHAVIOURS = frozenset(
         "stall_forever",
         "bad_json_body",
         "corrupt",
+        "empty",
     }
 )
 CORRUPT_TEXT = "\ufffd\x00\ufffd"
@@ -964,6 +965,11 @@ class Completion:
                 return False
             event.close("server")
             return await self.sse(BAD_BODY) and await self.conn.write(b"0\r\n\r\n")
+        if rule.behaviour == "empty":  # [DONE] after the delay, and no event before it
+            if await self.watch.sleep(rule.first_delay_ms / 1000):
+                return False
+            event.close("server")
+            return await self.sse(b"data: [DONE]\n\n") and await self.conn.write(b"0\r\n\r\n")
         normal = rule.behaviour == "normal"
         count = len(self.chunks) if normal else min(rule.after_chunks, len(self.chunks))
         for i in range(count):

@@ -99,6 +99,25 @@ async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_af
     assert reports[-1]["background"] == "on"
 
 
+async def test_a_stream_that_ends_with_no_event_does_not_resume_background_work(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """A stream that brings no chunk has no first-chunk time: it must not count as a fast one."""
+    await start_session(
+        fresh, "vscode", workspace, fast_settings(fake.url, backgroundThrottleMs=100)
+    )
+    slow = {"match": "<|fim_suffix|>", "text": "1\n", "first_delay_ms": 250, "times": 8}
+    fake.script([slow, {"match": "<|fim_suffix|>", "behaviour": "empty"}])
+    for n in range(16):
+        text, position = cursor_at(f"value_{n} = █\n")
+        uri = open_document(fresh, workspace / f"v{n}.py", text)
+        await suggestion(fresh, uri, position)
+    await wait_for_log(fresh, "background work paused")
+
+    assert [event["max_tokens"] for event in fake.events()[8:]] == [64] * 8  # still paused
+    assert "background work resumed" not in logs(fresh)
+
+
 async def test_a_throttle_of_zero_never_pauses(
     fresh: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:

@@ -262,11 +262,12 @@ class Completer:
             "context": (built - planned) * 1000,
             "prompt": (queued - built) * 1000,
             "queue": (stats.started - queued) * 1000,
-            "first_chunk": (stats.first_chunk or 0.0) * 1000,
             "stream": (streamed - stats.started) * 1000,
             "filters": (finished - streamed) * 1000,
             "total": (finished - started) * 1000,
         }
+        if stats.first_chunk is not None:  # absent when the stream ended with no event
+            suggestion.timings_ms["first_chunk"] = stats.first_chunk * 1000
         suggestion.resumes = stats.resumes
         if rest is not None:
             stream, received = rest

@@ -338,8 +338,9 @@ class HeadstartServer(LanguageServer):
         suggestion = await self.latest.run(uri, self.completer.complete(ctx, self.completion()))
         if suggestion is not None:
             self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
-            if suggestion.request is not None and suggestion.error is None:
-                self.throttle.observe(suggestion.timings_ms["first_chunk"])
+            first_chunk_ms = suggestion.timings_ms.get("first_chunk")
+            if first_chunk_ms is not None and suggestion.error is None:
+                self.throttle.observe(first_chunk_ms)
         if reuse and suggestion is not None and suggestion.error is None:
             self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
         if suggestion is not None and suggestion.more is not None:
