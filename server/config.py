@@ -127,6 +127,12 @@ class BackendSettings(_Section):
         "waiting keystrokes first. Turns itself off, with one log line, on a backend that "
         "refuses the field.",
     )
+    prompt_token_ids: bool = Field(
+        True,
+        description="Send prompts to vLLM as token ids, made here with the model's "
+        "tokenizer (when it is found), so that vLLM's API server does not tokenize every "
+        "prompt again. Text prompts go to other backends and when no tokenizer is found.",
+    )
     local: LocalBackendSettings = Field(default_factory=LocalBackendSettings)  # type: ignore[arg-type]
 
     @field_validator("url")

@@ -99,6 +99,10 @@ vllm:prompt_tokens_total{engine="0",model_name="q15"} 1000.0
 vllm:generation_tokens_total{engine="0",model_name="q15"} 120.0
 vllm:request_success_total{engine="0",finished_reason="stop",model_name="q15"} 9.0
 vllm:request_success_total{engine="0",finished_reason="length",model_name="q15"} 1.0
+vllm:request_success_total{engine="0",finished_reason="abort",model_name="q15"} 4.0
+process_cpu_seconds_total 2.5
+http_requests_total{handler="/v1/completions",method="POST",status="2xx"} 14.0
+http_requests_total{handler="/metrics",method="GET",status="2xx"} 3.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="q15"} 2.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="q15"} 8.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.04",model_name="q15"} 10.0
@@ -108,9 +112,16 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 1
 
 def test_vllm_metrics_are_differenced_over_a_step() -> None:
     before = parse_metrics(VLLM_METRICS)
-    assert before["counters"]["requests"] == 10.0  # summed over label sets
+    assert before["counters"]["requests"] == 14.0  # summed over label sets
+    assert before["counters"]["aborted"] == 4.0 and before["counters"]["completion_posts"] == 14
     after_text = (
         VLLM_METRICS.replace("1000.0", "3000.0")
+        .replace("cpu_seconds_total 2.5", "cpu_seconds_total 3.5")
+        .replace('status="2xx"} 14.0', 'status="2xx"} 214.0')
+        .replace(
+            'finished_reason="abort",model_name="q15"} 4.0',
+            'finished_reason="abort",model_name="q15"} 54.0',
+        )
         .replace("} 800.0", "} 2600.0")
         .replace('le="0.04",model_name="q15"} 10.0', 'le="0.04",model_name="q15"} 110.0')
         .replace('le="+Inf",model_name="q15"} 10.0', 'le="+Inf",model_name="q15"} 110.0')
@@ -118,6 +129,8 @@ def test_vllm_metrics_are_differenced_over_a_step() -> None:
     delta = metrics_delta(before, parse_metrics(after_text), seconds=10.0)
     assert delta["prefixCacheHitRatio"] == pytest.approx(0.9)  # 1800 of 2000
     assert delta["promptTokensPerS"] == pytest.approx(200.0)
+    assert delta["abortedPerS"] == pytest.approx(5.0)
+    assert delta["apiServerCpuMsPerRequest"] == pytest.approx(5.0)  # 1 s over 200 POSTs
     # all 100 new first tokens came in the (0.02, 0.04] bucket
     assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}
     assert histogram_quantile({0.01: 5.0, 0.02: 10.0, math.inf: 10.0}, 50) == 10.0

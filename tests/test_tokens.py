@@ -12,8 +12,8 @@ from tokenizers import Tokenizer
 
 from server.completion.token_count import (
     CHARS_PER_TOKEN,
+    Generations,
     TokenCounter,
-    _Counts,
     find_tokenizer_file,
     load_token_counter,
 )
@@ -202,7 +202,7 @@ def test_a_corrupt_tokenizer_file_means_the_estimate(tmp_path: Path) -> None:
 
 
 def test_count_cache_is_bounded_and_keeps_recent_entries() -> None:
-    counts = _Counts(100)
+    counts = Generations[int](100)
     for key in range(1_000):
         counts.put(key, key * 2)
         assert counts.get(key) == key * 2

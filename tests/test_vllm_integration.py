@@ -30,6 +30,7 @@ from pytest_lsp import LanguageClient
 from server.backend.client import CompletionBackend, CompletionRequest, StreamStats
 from server.backend.local_vllm import headstart_home, start_local_vllm
 from server.backend.resume import ResumePolicy, resumable_stream
+from server.completion.prompt_tokens import PromptEncoder
 from server.completion.request import CursorContext, plan_request
 from server.completion.stops import apply_stops
 from server.completion.token_count import load_token_counter
@@ -116,6 +117,27 @@ async def test_inline_completion_is_vllms_answer_for_the_servers_prompt(
     assert got and expected.startswith(got)  # the same answer, up to the line's token cap
     assert len(got) >= min(len(expected), 40)
     assert "backend:" not in logs(editor)  # no backend error on the way
+
+
+def test_prompt_token_ids_are_vllms_own_tokenization(vllm_url: str, workspace: Path) -> None:
+    """The ids the server sends for a prompt are the ids vLLM makes of its text."""
+    model = httpx.get(f"{vllm_url}/models", timeout=10).json()["data"][0]
+    counter = load_token_counter(None, model["root"])
+    assert counter.tokenizer is not None, "the model folder's tokenizer"
+    encoder = PromptEncoder(counter.tokenizer)
+    path = workspace / "inventory" / "pricing.py"
+    text = path.read_text()
+    for cut in range(0, len(text), len(text) // 5):
+        ctx = CursorContext(text, cut, "inventory/pricing.py", "sample_project")
+        request, _ = plan_request(ctx, CompletionSettings())
+        response = httpx.post(
+            f"{vllm_url}/completions",
+            json={"model": model["id"], "prompt": request.prompt, "max_tokens": 1,
+                  "return_token_ids": True},
+            timeout=120,
+        )  # fmt: skip
+        response.raise_for_status()
+        assert encoder.encode(request.prompt) == response.json()["choices"][0]["prompt_token_ids"]
 
 
 async def test_completion_fallback_works_against_vllm(
@@ -302,3 +324,5 @@ def test_bench_reads_vllms_own_metrics(vllm_url: str, workspace: Path, tmp_path:
     assert step["vllm"]["counts"]["prompt_tokens"] > 0
     assert step["vllm"]["counts"]["prefix_cache_queries"] > 0
     assert step["vllm"]["prefixCacheHitRatio"] is not None
+    assert step["vllm"]["counts"]["completion_posts"] > 0
+    assert step["vllm"]["apiServerCpuMsPerRequest"] > 0

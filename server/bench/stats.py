@@ -28,7 +28,16 @@ COUNTERS = {
     "prompt_tokens": "vllm:prompt_tokens",
     "generation_tokens": "vllm:generation_tokens",
     "requests": "vllm:request_success",
+    "api_server_cpu_seconds": "process_cpu_seconds",
 }
+"""vLLM's counters by our name, each summed over its label sets. `process_cpu_seconds` is
+the API server process's own (prometheus_client's process collector), not the engine's."""
+LABELLED = {
+    "aborted": ("vllm:request_success", 'finished_reason="abort"'),
+    "completion_posts": ("http_requests", 'handler="/v1/completions"'),
+}
+"""Counters of one label set only: requests vLLM aborted (a closed stream), and POSTs to
+/v1/completions however they ended."""
 TTFT = "vllm:time_to_first_token_seconds"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([-+0-9.eEinfNa]+)$", re.M)
 _LE = re.compile(r'le="([^"]+)"')
@@ -42,6 +51,9 @@ def parse_metrics(text: str) -> dict[str, Any]:
         for key, metric in COUNTERS.items():
             if name in (metric, metric + "_total"):
                 counters[key] += float(value)
+        for key, (metric, label) in LABELLED.items():
+            if name in (metric, metric + "_total") and label in (labels or ""):
+                counters[key] += float(value)
         if name == TTFT + "_bucket":
             edge = _LE.search(labels or "")
             if edge:
@@ -50,11 +62,13 @@ def parse_metrics(text: str) -> dict[str, Any]:
 
 
 def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """What vLLM did during a step: prefix-cache hit ratio, throughput, TTFT quantiles."""
+    """What vLLM did during a step: prefix-cache hit ratio, throughput, TTFT quantiles,
+    aborted requests, and its API server's CPU time per completion request."""
     counts = {
-        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0) for key in COUNTERS
+        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0)
+        for key in (*COUNTERS, *LABELLED)
     }
-    queries = counts["prefix_cache_queries"]
+    queries, posts = counts["prefix_cache_queries"], counts["completion_posts"]
     buckets = {
         edge: after["ttft_buckets"].get(edge, 0.0) - before["ttft_buckets"].get(edge, 0.0)
         for edge in after["ttft_buckets"]
@@ -64,6 +78,10 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
         "promptTokensPerS": counts["prompt_tokens"] / seconds,
         "generationTokensPerS": counts["generation_tokens"] / seconds,
         "requestsPerS": counts["requests"] / seconds,
+        "abortedPerS": counts["aborted"] / seconds,
+        "apiServerCpuMsPerRequest": (
+            counts["api_server_cpu_seconds"] * 1000 / posts if posts else None
+        ),
         "ttftMs": {f"p{q:g}": histogram_quantile(buckets, q) for q in (50, 99)},
         "counts": counts,
     }

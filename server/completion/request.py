@@ -29,6 +29,7 @@ from server.backend.client import (
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
 from server.completion.prompt import PromptTemplate, choose_template
+from server.completion.prompt_tokens import PromptEncoder
 from server.completion.stops import (
     CursorShape,
     Mode,
@@ -71,6 +72,8 @@ class Prompting:
 
     template: PromptTemplate
     counter: TokenCounter
+    encoder: PromptEncoder | None = None
+    """Encodes prompts as token ids, for a vLLM backend whose tokenizer is here."""
 
 
 DEFAULT_PROMPTING = Prompting(choose_template("qwen", None), TokenCounter())
@@ -223,7 +226,10 @@ class Completer:
                 load_token_counter, settings.tokenizer, tokenizer_home(model)
             )
             template = choose_template(settings.template, model.id, counter)
-            self._prompting[key] = Prompting(template, counter)
+            encoder = None
+            if counter.tokenizer is not None and model.owned_by == "vllm":
+                encoder = PromptEncoder(counter.tokenizer)
+            self._prompting[key] = Prompting(template, counter, encoder)
         return self._prompting[key]
 
     async def complete(
@@ -245,6 +251,10 @@ class Completer:
         context = build_context(ctx, settings, prompting)
         built = time.perf_counter()
         request, shape = render_request(ctx, context, settings, prompting, priority)
+        if prompting.encoder is not None and self.backend.settings.prompt_token_ids:
+            ids = prompting.encoder.encode(request.prompt)
+            if ids is not None:
+                request = dataclasses.replace(request, prompt_ids=ids)
         decode = prompting.counter.decode if prompting.counter.exact else None
         queued = time.perf_counter()
         follow = settings.continue_in_background and shape.mode is Mode.LINE

@@ -20,7 +20,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 import xxhash
 from tokenizers import Tokenizer
@@ -40,7 +40,7 @@ rarely exceeded.
 TOKENIZER_FILE = "tokenizer.json"
 
 
-def _key(text: str) -> int:
+def text_key(text: str) -> int:
     """The cache key of a text: xxh3-64 of its UTF-8 (lone surrogates kept as they are)."""
     return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
 
@@ -52,8 +52,11 @@ class Fit(NamedTuple):
     tokens: int
 
 
-class _Counts:
-    """A bounded map from text hash to token count, in two generations.
+V = TypeVar("V")
+
+
+class Generations(Generic[V]):
+    """A bounded map from text hash to what the tokenizer made of it, in two generations.
 
     When the young generation fills up, it becomes the old one and the previous old one
     is dropped; a hit in the old generation is promoted. That keeps recently used counts
@@ -62,10 +65,10 @@ class _Counts:
 
     def __init__(self, capacity: int) -> None:
         self._half = max(1, capacity // 2)
-        self._young: dict[int, int] = {}
-        self._old: dict[int, int] = {}
+        self._young: dict[int, V] = {}
+        self._old: dict[int, V] = {}
 
-    def get(self, key: int) -> int | None:
+    def get(self, key: int) -> V | None:
         value = self._young.get(key)
         if value is None:
             value = self._old.get(key)
@@ -73,7 +76,7 @@ class _Counts:
                 self.put(key, value)
         return value
 
-    def put(self, key: int, value: int) -> None:
+    def put(self, key: int, value: V) -> None:
         if len(self._young) >= self._half:
             self._old = self._young
             self._young = {}
@@ -104,8 +107,8 @@ class TokenCounter:
         self.tokenizer = tokenizer
         self.source = source
         """Where the tokenizer came from, for logs (a path), or "estimate"."""
-        self._texts = _Counts(cache_size // 8)
-        self._lines = _Counts(cache_size)
+        self._texts: Generations[int] = Generations(cache_size // 8)
+        self._lines: Generations[int] = Generations(cache_size)
 
     @property
     def exact(self) -> bool:
@@ -118,7 +121,7 @@ class TokenCounter:
             return 0
         if self.tokenizer is None:
             return math.ceil(len(text) / CHARS_PER_TOKEN)
-        key = _key(text)
+        key = text_key(text)
         cached = self._texts.get(key)
         if cached is None:
             cached = len(self.tokenizer.encode(text, add_special_tokens=False).ids)
@@ -203,7 +206,7 @@ class TokenCounter:
     def _line_counts(self, lines: Sequence[str]) -> list[int]:
         if self.tokenizer is None:
             return [math.ceil(len(line) / CHARS_PER_TOKEN) for line in lines]
-        keys = [_key(line) for line in lines]
+        keys = [text_key(line) for line in lines]
         counts = [self._lines.get(key) for key in keys]
         missing = [i for i, n in enumerate(counts) if n is None]
         if missing:

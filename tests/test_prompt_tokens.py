@@ -1,0 +1,136 @@
+"""Prompts as token ids: the same ids the tokenizer makes of the whole text, made a piece
+at a time, and sent to a vLLM backend when the model's tokenizer is here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import fast_settings, start_session
+from fake_openai import FakeBackend
+from lsp_helpers import cursor_at, open_document, suggestion
+from pytest_lsp import LanguageClient
+from tokenizer_helpers import ROOT, real_qwen_tokenizer_file, tiny_tokenizer
+from tokenizers import Tokenizer, processors
+
+from server.completion.prompt import TEMPLATES
+from server.completion.prompt_tokens import CUTS, PromptEncoder, pieces
+
+CODE = [path.read_text() for path in sorted((ROOT / "server").rglob("*.py"))][:60]
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Tokenizer:
+    return Tokenizer.from_file(str(real_qwen_tokenizer_file()))
+
+
+def fim_prompts(texts: list[str]) -> list[str]:
+    """Qwen FIM prompts cut at many places of real files, with another file as context."""
+    template = TEMPLATES["qwen"]
+    prompts = []
+    for n, text in enumerate(texts):
+        other = texts[(n + 1) % len(texts)]
+        for cut in range(0, len(text), max(1, len(text) // 7)):
+            prompts.append(
+                template.prompt(
+                    repo_name="headstart",
+                    snippets=[("server/other.py", other[:3000])],
+                    file_path="server/this.py",
+                    prefix=text[:cut],
+                    suffix=text[cut : cut + 1500],
+                ).text
+            )
+    return prompts
+
+
+def test_pieces_join_into_the_text() -> None:
+    text = "import os\n\n\ndef f():\n    return 1  \n  \n# note\r\n\tx = 2"
+    assert pieces(text, CUTS["after a line break"]) == [
+        "import os\n\n\n",
+        "def f():\n",
+        "    return 1  \n  \n",
+        "# note\r\n",
+        "\tx = 2",
+    ]
+    assert pieces(text, CUTS["before a line break"]) == [
+        "import os",
+        "\n\n\ndef f():",
+        "\n    return 1  \n  \n# note",
+        "\r\n\tx = 2",
+    ]
+
+
+def test_qwen_prompts_by_piece_are_the_whole_texts_ids(qwen: Tokenizer) -> None:
+    encoder = PromptEncoder(qwen)
+    assert encoder.cut is CUTS["after a line break"]
+    for prompt in fim_prompts(CODE):
+        assert encoder.encode(prompt) == qwen.encode(prompt, add_special_tokens=True).ids
+
+
+def test_a_gpt2_style_tokenizer_is_cut_before_line_breaks() -> None:
+    """GPT-2's pre-tokenizer joins a line break to the indentation after it."""
+    tokenizer = tiny_tokenizer()
+    encoder = PromptEncoder(tokenizer)
+    assert encoder.cut is CUTS["before a line break"]
+    for prompt in fim_prompts(CODE):
+        assert encoder.encode(prompt) == tokenizer.encode(prompt, add_special_tokens=True).ids
+
+
+def test_a_keystroke_encodes_only_the_block_it_is_in(qwen: Tokenizer) -> None:
+    encoder = PromptEncoder(qwen)
+    text = max(CODE, key=len)
+    middle = text.index("\ndef ", len(text) // 2) + 5
+    before = encoder.encode(text[:middle] + text[middle:])
+    encoded = encoder.pieces_encoded
+    after = encoder.encode(text[:middle] + "x" + text[middle:])
+
+    assert before is not None and after is not None
+    assert encoder.pieces_encoded == encoded + 1
+    assert after == qwen.encode(text[:middle] + "x" + text[middle:]).ids
+
+
+def test_a_tokenizer_that_adds_a_bos_token_encodes_whole_prompts() -> None:
+    tokenizer = tiny_tokenizer()
+    tokenizer.add_special_tokens(["<s>"])
+    bos = tokenizer.token_to_id("<s>")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", bos)]
+    )
+    encoder = PromptEncoder(tokenizer)
+
+    assert encoder.cut is None
+    for prompt in fim_prompts(CODE[:3]):
+        ids = encoder.encode(prompt)
+        assert ids == tokenizer.encode(prompt, add_special_tokens=True).ids
+        assert ids is not None and ids[0] == bos
+
+
+def test_text_the_tokenizer_refuses_is_sent_as_text(qwen: Tokenizer) -> None:
+    assert PromptEncoder(qwen).encode("x = '\ud800'\n") is None  # a lone surrogate
+
+
+@pytest.mark.parametrize("token_ids", [True, False])
+async def test_a_vllm_backend_gets_the_prompt_as_the_tokenizers_ids(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, token_ids: bool
+) -> None:
+    """The fake says it is vLLM; with the model's tokenizer set, the prompt goes as its ids
+    (the text when `backend.promptTokenIds` is off)."""
+    tokenizer_file = real_qwen_tokenizer_file()
+    settings = fast_settings(fake.url, tokenizer=str(tokenizer_file))
+    settings["backend"]["promptTokenIds"] = token_ids  # type: ignore[index]
+    await start_session(fresh, "vscode", workspace, settings)
+    text, position = cursor_at("def total(items):\n    return █\n")
+    uri = open_document(fresh, workspace / "total.py", text)
+
+    await suggestion(fresh, uri, position)
+
+    (event,) = fake.events()
+    prompt = event["body"]["prompt"]
+    if not token_ids:
+        assert isinstance(prompt, str) and prompt.endswith("return <|fim_suffix|>\n<|fim_middle|>")
+        return
+    qwen = Tokenizer.from_file(str(tokenizer_file))
+    assert isinstance(prompt, list)
+    decoded = qwen.decode(prompt, skip_special_tokens=False)
+    assert decoded.endswith("return <|fim_suffix|>\n<|fim_middle|>")
+    assert prompt == qwen.encode(decoded, add_special_tokens=True).ids
