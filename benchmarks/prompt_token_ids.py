@@ -1,7 +1,7 @@
 """What token-id prompts save: vLLM's API-server CPU per request, text against ids.
 
     python benchmarks/prompt_token_ids.py --url http://127.0.0.1:8000/v1 --repo DIR \\
-        [--files 6] [--keys 40] [--rounds 2] [--out results.json]
+        [--files 6] [--keys 40] [--rounds 2] [--context-tokens 4096] [--out results.json]
 
 Keystrokes are simulated on the largest Python files of DIR: the cursor steps one
 character at a time through `--keys` characters from the middle of each file, and each
@@ -40,10 +40,10 @@ POSTS = re.compile(
 )
 
 
-def keystroke_prompts(repo: Path, files: int, keys: int) -> list[str]:
+def keystroke_prompts(repo: Path, files: int, keys: int, context_tokens: int) -> list[str]:
     """The prompts of `keys` keystrokes in each of the `files` largest Python files."""
     paths = sorted(repo.rglob("*.py"), key=lambda path: path.stat().st_size)[-files:]
-    settings = CompletionSettings()
+    settings = CompletionSettings(context_tokens=context_tokens)
     prompts = []
     for path in paths:
         text = path.read_text(errors="replace")
@@ -77,6 +77,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=6)
     parser.add_argument("--keys", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--context-tokens", type=int, default=4096, help="below vLLM's --max-model-len"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     url = args.url.rstrip("/")
@@ -86,7 +89,7 @@ def main() -> None:
     counter = load_token_counter(None, model.get("root") or model["id"])
     if counter.tokenizer is None:
         sys.exit(f"no tokenizer for {model['id']} here (the model's folder is needed)")
-    prompts = keystroke_prompts(args.repo, args.files, args.keys)
+    prompts = keystroke_prompts(args.repo, args.files, args.keys, args.context_tokens)
 
     encoder = PromptEncoder(counter.tokenizer)
     piece_ms, whole_ms, ids = [], [], []

@@ -99,7 +99,7 @@ vllm:prompt_tokens_total{engine="0",model_name="q15"} 1000.0
 vllm:generation_tokens_total{engine="0",model_name="q15"} 120.0
 vllm:request_success_total{engine="0",finished_reason="stop",model_name="q15"} 9.0
 vllm:request_success_total{engine="0",finished_reason="length",model_name="q15"} 1.0
-vllm:request_success_total{engine="0",finished_reason="abort",model_name="q15"} 4.0
+vllm:request_success_total{engine="0",finished_reason="abort",model_name="q15"} 0.0
 process_cpu_seconds_total 2.5
 http_requests_total{handler="/v1/completions",method="POST",status="2xx"} 14.0
 http_requests_total{handler="/metrics",method="GET",status="2xx"} 3.0
@@ -112,12 +112,13 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 1
 
 def test_vllm_metrics_are_differenced_over_a_step() -> None:
     before = parse_metrics(VLLM_METRICS)
-    assert before["counters"]["requests"] == 14.0  # summed over label sets
-    assert before["counters"]["aborted"] == 4.0 and before["counters"]["completion_posts"] == 14
+    assert before["counters"]["requests"] == 10.0  # summed over label sets
+    assert before["counters"]["completion_posts"] == 14
     after_text = (
         VLLM_METRICS.replace("1000.0", "3000.0")
         .replace("cpu_seconds_total 2.5", "cpu_seconds_total 3.5")
         .replace('status="2xx"} 14.0', 'status="2xx"} 214.0')
+        .replace('reason="stop",model_name="q15"} 9.0', 'reason="stop",model_name="q15"} 109.0')
         .replace(
             'finished_reason="abort",model_name="q15"} 4.0',
             'finished_reason="abort",model_name="q15"} 54.0',
@@ -129,7 +130,7 @@ def test_vllm_metrics_are_differenced_over_a_step() -> None:
     delta = metrics_delta(before, parse_metrics(after_text), seconds=10.0)
     assert delta["prefixCacheHitRatio"] == pytest.approx(0.9)  # 1800 of 2000
     assert delta["promptTokensPerS"] == pytest.approx(200.0)
-    assert delta["abortedPerS"] == pytest.approx(5.0)
+    assert delta["unfinishedShare"] == pytest.approx(0.5)  # 100 of 200 POSTs finished
     assert delta["apiServerCpuMsPerRequest"] == pytest.approx(5.0)  # 1 s over 200 POSTs
     # all 100 new first tokens came in the (0.02, 0.04] bucket
     assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}

@@ -430,7 +430,7 @@ def report(results: dict[str, Any]) -> str:
         f"{results['workers']} driver processes",
         f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "
         f"{'model p50':>9} {'p99':>7} {'cache':>6} {'prefix':>7} {'gen tok/s':>9} "
-        f"{'vLLM TTFT p50':>13} {'abort/s':>7} {'API ms/req':>10} {'lag p99':>8} {'load':>5}",
+        f"{'vLLM TTFT p50':>13} {'unfin.':>6} {'API ms/req':>10} {'lag p99':>8} {'load':>5}",
     ]
     for step in results["steps"]:
         if "skipped" in step:
@@ -445,7 +445,8 @@ def report(results: dict[str, Any]) -> str:
             f"{_ratio(vllm.get('prefixCacheHitRatio')):>7} "
             f"{vllm.get('generationTokensPerS', 0):>9.0f} "
             f"{_ms((vllm.get('ttftMs') or {}).get('p50')):>13} "
-            f"{vllm.get('abortedPerS', 0):>7.1f} {_ms(vllm.get('apiServerCpuMsPerRequest')):>10} "
+            f"{_ratio(vllm.get('unfinishedShare')):>6} "
+            f"{_ms(vllm.get('apiServerCpuMsPerRequest')):>10} "
             f"{_ms(step['driverLagMs']['p99']):>8} {step['loadAverage']:>5.1f}"
         )
     floor = results.get("floor")

@@ -32,12 +32,9 @@ COUNTERS = {
 }
 """vLLM's counters by our name, each summed over its label sets. `process_cpu_seconds` is
 the API server process's own (prometheus_client's process collector), not the engine's."""
-LABELLED = {
-    "aborted": ("vllm:request_success", 'finished_reason="abort"'),
-    "completion_posts": ("http_requests", 'handler="/v1/completions"'),
-}
-"""Counters of one label set only: requests vLLM aborted (a closed stream), and POSTs to
-/v1/completions however they ended."""
+LABELLED = {"completion_posts": ("http_requests", 'handler="/v1/completions"')}
+"""Counters of one label set only: POSTs to /v1/completions, however they ended. (vLLM
+0.25 does not count an aborted request under finished_reason="abort".)"""
 TTFT = "vllm:time_to_first_token_seconds"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([-+0-9.eEinfNa]+)$", re.M)
 _LE = re.compile(r'le="([^"]+)"')
@@ -62,8 +59,9 @@ def parse_metrics(text: str) -> dict[str, Any]:
 
 
 def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """What vLLM did during a step: prefix-cache hit ratio, throughput, TTFT quantiles,
-    aborted requests, and its API server's CPU time per completion request."""
+    """What vLLM did during a step: prefix-cache hit ratio, throughput, TTFT quantiles, the
+    share of completion requests it did not finish (closed early by the client, or still
+    running at the step's end), and its API server's CPU time per completion request."""
     counts = {
         key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0)
         for key in (*COUNTERS, *LABELLED)
@@ -78,7 +76,7 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
         "promptTokensPerS": counts["prompt_tokens"] / seconds,
         "generationTokensPerS": counts["generation_tokens"] / seconds,
         "requestsPerS": counts["requests"] / seconds,
-        "abortedPerS": counts["aborted"] / seconds,
+        "unfinishedShare": 1 - counts["requests"] / posts if posts else None,
         "apiServerCpuMsPerRequest": (
             counts["api_server_cpu_seconds"] * 1000 / posts if posts else None
         ),
