@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -28,16 +27,12 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from server.bench.stats import parse_metrics  # noqa: E402
 from server.completion.prompt_tokens import PromptEncoder  # noqa: E402
 from server.completion.request import CursorContext, plan_request  # noqa: E402
 from server.completion.token_count import load_token_counter  # noqa: E402
 from server.config import CompletionSettings  # noqa: E402
 from server.metrics import percentile  # noqa: E402
-
-CPU = re.compile(r"^process_cpu_seconds_total ([0-9.e+-]+)$", re.M)
-POSTS = re.compile(
-    r'^http_requests_total\{[^}]*handler="/v1/completions"[^}]*\} ([0-9.e+-]+)$', re.M
-)
 
 
 def keystroke_prompts(repo: Path, files: int, keys: int, context_tokens: int) -> list[str]:
@@ -56,8 +51,8 @@ def keystroke_prompts(repo: Path, files: int, keys: int, context_tokens: int) ->
 
 def api_server_counters(base: str) -> tuple[float, float]:
     """(CPU seconds, /v1/completions POSTs) of vLLM's API server so far."""
-    body = httpx.get(f"{base}/metrics", timeout=30).text
-    return float(CPU.search(body).group(1)), sum(float(n) for n in POSTS.findall(body))  # type: ignore[union-attr]
+    counters = parse_metrics(httpx.get(f"{base}/metrics", timeout=30).text)["counters"]
+    return counters["api_server_cpu_seconds"], counters["completion_posts"]
 
 
 def send_all(url: str, model: str, prompts: list[Any]) -> None:

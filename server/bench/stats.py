@@ -23,18 +23,19 @@ here from the first chunk on); with `transport` (the round trip less the server'
 time) they add up to keystroke-to-suggestion."""
 
 COUNTERS = {
-    "prefix_cache_queries": "vllm:prefix_cache_queries",
-    "prefix_cache_hits": "vllm:prefix_cache_hits",
-    "prompt_tokens": "vllm:prompt_tokens",
-    "generation_tokens": "vllm:generation_tokens",
-    "requests": "vllm:request_success",
-    "api_server_cpu_seconds": "process_cpu_seconds",
+    "prefix_cache_queries": ("vllm:prefix_cache_queries", ""),
+    "prefix_cache_hits": ("vllm:prefix_cache_hits", ""),
+    "prompt_tokens": ("vllm:prompt_tokens", ""),
+    "generation_tokens": ("vllm:generation_tokens", ""),
+    "requests": ("vllm:request_success", ""),
+    "api_server_cpu_seconds": ("process_cpu_seconds", ""),
+    "completion_posts": ("http_requests", 'handler="/v1/completions"'),
 }
-"""vLLM's counters by our name, each summed over its label sets. `process_cpu_seconds` is
-the API server process's own (prometheus_client's process collector), not the engine's."""
-LABELLED = {"completion_posts": ("http_requests", 'handler="/v1/completions"')}
-"""Counters of one label set only: POSTs to /v1/completions, however they ended. (vLLM
-0.25 does not count an aborted request under finished_reason="abort".)"""
+"""vLLM's counters by our name: (metric, a label its samples must carry, "" for any), each
+summed over its matching label sets. `process_cpu_seconds` is the API server process's own
+(prometheus_client's process collector), not the engine's. `completion_posts` counts POSTs
+to /v1/completions however they ended (vLLM 0.25 counts no aborted request under
+finished_reason="abort")."""
 TTFT = "vllm:time_to_first_token_seconds"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([-+0-9.eEinfNa]+)$", re.M)
 _LE = re.compile(r'le="([^"]+)"')
@@ -45,10 +46,7 @@ def parse_metrics(text: str) -> dict[str, Any]:
     counters: dict[str, float] = defaultdict(float)
     buckets: dict[float, float] = defaultdict(float)
     for name, labels, value in _SAMPLE.findall(text):
-        for key, metric in COUNTERS.items():
-            if name in (metric, metric + "_total"):
-                counters[key] += float(value)
-        for key, (metric, label) in LABELLED.items():
+        for key, (metric, label) in COUNTERS.items():
             if name in (metric, metric + "_total") and label in (labels or ""):
                 counters[key] += float(value)
         if name == TTFT + "_bucket":
@@ -63,8 +61,7 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
     share of completion requests it did not finish (closed early by the client, or still
     running at the step's end), and its API server's CPU time per completion request."""
     counts = {
-        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0)
-        for key in (*COUNTERS, *LABELLED)
+        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0) for key in COUNTERS
     }
     queries, posts = counts["prefix_cache_queries"], counts["completion_posts"]
     buckets = {

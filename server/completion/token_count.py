@@ -59,7 +59,7 @@ class Generations(Generic[V]):
     """A bounded map from text hash to what the tokenizer made of it, in two generations.
 
     When the young generation fills up, it becomes the old one and the previous old one
-    is dropped; a hit in the old generation is promoted. That keeps recently used counts
+    is dropped; a hit in the old generation is promoted. That keeps recently used entries
     like an LRU does, with no bookkeeping on a hit.
     """
 
