@@ -269,6 +269,12 @@ class LogSettings(_Section):
         "inline completion: its stage timings ('timings'), and also the request sent to the "
         "backend ('requests'). For benchmarks (`headstart bench`) and debugging.",
     )
+    request_trace: str | None = Field(
+        None,
+        description="Append every request sent to the backend to this file, one JSON line "
+        "each with its timing and how it ended: what `headstart bench replay` sends again, "
+        "and a record of exactly what Headstart sent. The prompts hold your code.",
+    )
 
 
 SECTION = "headstart"

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from server.backend.trace import RequestTrace
 from server.config import BackendSettings
 
 log = logging.getLogger(__name__)
@@ -114,9 +115,12 @@ class CompletionBackend:
         settings: BackendSettings,
         api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        trace: RequestTrace | None = None,
     ) -> None:
-        """`transport` replaces httpx's own connection layer (tests use it to misbehave)."""
+        """`transport` replaces httpx's own connection layer (tests use it to misbehave);
+        `trace` records every request sent."""
         self.settings = settings
+        self.trace = trace
         if api_key and not key_may_travel(settings.url):
             log.warning(
                 "not sending the API key to %s: keys go only over https or to this machine",
@@ -233,6 +237,31 @@ class CompletionBackend:
         return body
 
     async def _events(self, body: dict[str, Any], stats: StreamStats) -> AsyncGenerator[Chunk]:
+        """`_post`, and the request traced when it ends (`log.requestTrace`)."""
+        sent, started = time.time(), time.perf_counter()
+        first_ms: float | None = None
+        chunks = 0
+        end = "error"
+        try:
+            async with contextlib.aclosing(self._post(body, stats)) as events:
+                async for chunk in events:
+                    if first_ms is None:
+                        first_ms = (time.perf_counter() - started) * 1000
+                    chunks += 1
+                    yield chunk
+            end = "done"
+        except asyncio.CancelledError:
+            end = "cancelled"
+            raise
+        except GeneratorExit:
+            end = "closed"
+            raise
+        finally:
+            if self.trace is not None:
+                end_ms = (time.perf_counter() - started) * 1000
+                self.trace.record(body, sent, first_ms, end_ms, chunks, end)
+
+    async def _post(self, body: dict[str, Any], stats: StreamStats) -> AsyncGenerator[Chunk]:
         """POST /completions and its SSE events as chunks, with the first-chunk and
         chunk-gap deadlines of typing; httpx's errors as BackendErrors."""
         deadline = self.settings.first_chunk_timeout_ms / 1000

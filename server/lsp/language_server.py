@@ -25,6 +25,7 @@ from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
 from server.backend.client import BackendError, CompletionBackend, Priority
+from server.backend.trace import RequestTrace
 from server.completion.request import (
     Completer,
     CursorContext,
@@ -62,7 +63,9 @@ class HeadstartServer(LanguageServer):
             self.settings = load_settings(environ={})
         self.local = LocalBackend(self)
         """The shared local vLLM, with `backend.mode: local`."""
-        self.backend = CompletionBackend(self.settings.backend, self.settings.api_key())
+        self.backend = CompletionBackend(
+            self.settings.backend, self.settings.api_key(), trace=self._request_trace()
+        )
         self.completer = Completer(self.backend)
         self.throttle = BackgroundThrottle(self.settings.completion.background_throttle_ms)
         """Pauses continuations and prefetches while the backend is slow."""
@@ -97,6 +100,7 @@ class HeadstartServer(LanguageServer):
         self.settings = settings
         self.throttle.budget_ms = settings.completion.background_throttle_ms
         self.configure_logging()
+        self._follow_request_trace()
         if backend_changed:
             await self.replace_backend()
         log.info(
@@ -111,7 +115,7 @@ class HeadstartServer(LanguageServer):
         old = self.backend
         settings = self.settings
         self.backend = CompletionBackend(
-            self.local.client_settings(settings.backend), settings.api_key()
+            self.local.client_settings(settings.backend), settings.api_key(), trace=old.trace
         )
         self.completer = Completer(self.backend)
         for uri in list(self.following):
@@ -244,6 +248,18 @@ class HeadstartServer(LanguageServer):
 
     def configure_logging(self) -> None:
         configure_logging(self.settings.log.level, self.settings.log.file)
+
+    def _request_trace(self) -> RequestTrace | None:
+        path = self.settings.log.request_trace
+        return RequestTrace(Path(path).expanduser()) if path else None
+
+    def _follow_request_trace(self) -> None:
+        """Start, move or stop tracing requests as `log.requestTrace` now says."""
+        trace, current = self._request_trace(), self.backend.trace
+        if (trace and trace.path) != (current and current.path):
+            if current is not None:
+                current.close()
+            self.backend.trace = trace
 
     def workspace_roots(self) -> list[Path]:
         roots = [uri_to_path(f.uri) for f in self.workspace.folders.values()]
