@@ -109,6 +109,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench_run.add_argument("--workers", type=int, help="driver processes (default: 1 per 50)")
     bench_run.add_argument("--languages", help="only these languages, comma-separated")
+    bench_run.add_argument(
+        "--record", type=Path, help="trace each editor's backend requests to DIR/user-N.jsonl"
+    )
+    bench_run.add_argument(
+        "--replay", type=Path, help="replay the traces of DIR (from --record) beside the editors"
+    )
+    bench_run.add_argument(
+        "--replay-users", default="", help="replayed users per step, comma-separated (100,300)"
+    )
+    bench_run.add_argument(
+        "--no-replay-salt",
+        action="store_true",
+        help="let replayed copies of one trace share vLLM's prefix cache",
+    )
+    bench_run.add_argument("--replay-drivers", type=int, help="processes (default: 1 per 200)")
     bench_plot = bench_commands.add_parser("plot", help="PNG plots of a results.json")
     bench_plot.add_argument("results", type=Path, help="a results.json of `headstart bench run`")
 
@@ -185,11 +200,19 @@ def bench_command(args: argparse.Namespace) -> int:
     try:
         settings = json.loads(args.settings)
         users = [int(n) for n in args.users.split(",")]
+        replay_users = [int(n) for n in args.replay_users.split(",") if n.strip()]
     except ValueError as exc:
         print(f"headstart bench run: bad --settings or --users ({exc})", file=sys.stderr)
         return 2
-    if not isinstance(settings, dict) or not users or min(users) < 1:
-        print("headstart bench run: --settings wants a JSON object, --users ≥ 1", file=sys.stderr)
+    least = 0 if args.replay else 1
+    if not isinstance(settings, dict) or not users or min(users) < least:
+        print(
+            f"headstart bench run: --settings wants a JSON object, --users ≥ {least}",
+            file=sys.stderr,
+        )
+        return 2
+    if bool(args.replay) != bool(replay_users) or min(replay_users, default=1) < 1:
+        print("headstart bench run: --replay and --replay-users (≥ 1) go together", file=sys.stderr)
         return 2
     from server.config import SettingsError, load_settings
 
@@ -213,6 +236,11 @@ def bench_command(args: argparse.Namespace) -> int:
         workers=args.workers,
         languages=args.languages.split(",") if args.languages else None,
         progress_bar=sys.stderr.isatty(),
+        record=args.record,
+        replay=args.replay,
+        replay_users=replay_users,
+        replay_salt=not args.no_replay_salt,
+        replay_drivers=args.replay_drivers,
     )
     try:
         results = bench.run(options)

@@ -11,45 +11,17 @@ import asyncio
 import json
 import math
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, server_env
+from bench_helpers import line_rules, make_project, run_bench
 from fake_openai import FakeBackend
 from lsprotocol import types
 
 from server.bench.stats import histogram_quantile, metrics_delta, parse_metrics, summarize
 from server.bench.typing_sessions import TypingSession, TypingSpeed, lines_worth_typing
 from server.bench.user import SimulatedUser
-
-PROJECT = {
-    "shop/prices.py": '''"""Prices."""
-
-TAX_RATE = 0.2
-
-
-def with_tax(amount: float) -> float:
-    # the rate is fixed for now
-    return round(amount * (1 + TAX_RATE), 2)
-''',
-    "shop/cart.py": """from shop.prices import with_tax
-
-
-def cart_total(items: list[float]) -> float:
-    subtotal = sum(items)
-    return with_tax(subtotal)
-""",
-}
-
-
-def make_project(root: Path) -> Path:
-    for name, text in PROJECT.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
 
 
 def test_lines_worth_typing_skips_comments_short_lines_and_hidden_folders(tmp_path: Path) -> None:
@@ -192,30 +164,6 @@ def test_a_suggestion_is_right_only_when_it_is_the_rest_of_the_line(tmp_path: Pa
     assert not asyncio.run(judge("sum(item)", "sum(items)"))
     assert not asyncio.run(judge("\nreturn total", ""))
     assert len(emitted) == 3 and all(r["outcome"] == "answered" for r in emitted)
-
-
-def line_rules(root: Path) -> list[dict[str, Any]]:
-    """The fake answers the real rest of each line for any cursor inside it."""
-    rules = []
-    for path in root.rglob("*.py"):
-        for line in path.read_text().split("\n"):
-            start = len(line) - len(line.lstrip())
-            for column in range(start + 1, len(line)):
-                rules.append(
-                    {"match": f"{line[:column]}<|fim_suffix|>", "text": line[column:] + "\n"}
-                )
-    return rules
-
-
-def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "server", "bench", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=server_env(),
-        cwd=ROOT,
-    )
 
 
 @pytest.mark.timeout(300)

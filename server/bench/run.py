@@ -7,6 +7,11 @@ measured over a window after its users are up: keystroke-to-suggestion p50/p99/p
 server's stages, the completion cache's hit ratio, and from vLLM's /metrics the
 prefix-cache hit ratio, throughput and its own time to first token.
 
+With `--replay TRACES`, each step also runs replayed users (`server.bench.replay`): the
+requests that recorded editors' servers sent (`--record`), sent again with their timing and
+cancels from a few light driver processes, so a step can put hundreds of users' load on
+the backend while a handful of real editors measure keystroke-to-suggestion under it.
+
 Then the floor: the requests the single user's server sent (the first step's first user
 reports them) are sent again straight to the backend, one after another in their order,
 timing the first token and the whole stream, so the server's latency can be read next to
@@ -35,18 +40,21 @@ from typing import Any
 import httpx
 
 from server.backend.local_vllm import served_models
+from server.bench.replay import ReplayError, load_traces
 from server.bench.stats import (
     keystroke_latencies,
     metrics_delta,
     parse_metrics,
     quantiles,
     summarize,
+    summarize_replay,
 )
 from server.bench.typing_sessions import TypingSpeed, lines_worth_typing
 from server.metrics import percentile
 
 Record = dict[str, Any]
 USERS_PER_WORKER = 50
+REPLAYED_PER_DRIVER = 200
 SERVER_MEMORY_MB = 200
 """Memory allowed for one `headstart serve` when checking that a step fits: ~80 MB was
 measured on the sample project, more with the model's tokenizer loaded."""
@@ -73,11 +81,31 @@ class BenchOptions:
     start_timeout_s: float = 600.0
     progress_bar: bool = True
     """Redraw a progress line on stderr (a terminal); else one line per step."""
+    record: Path | None = None
+    """Trace every editor's backend requests to RECORD/user-N.jsonl (`log.requestTrace`)."""
+    replay: Path | None = None
+    """Traces to replay; `replay_users` replayed users per step run beside the editors."""
+    replay_users: list[int] = field(default_factory=list)
+    replay_salt: bool = True
+    """Give each replayed user its own prefix cache (vLLM's `cache_salt`)."""
+    replay_drivers: int | None = None
+
+    def steps(self) -> list[tuple[int, int]]:
+        """(editors, replayed users) of each step: with replay, one step per replay count,
+        the editors given once for all steps or once per step."""
+        if not self.replay_users:
+            return [(users, 0) for users in self.users]
+        if len(self.users) == 1:
+            return [(self.users[0], replayed) for replayed in self.replay_users]
+        if len(self.users) != len(self.replay_users):
+            raise BenchError("--users gives one count, or one per --replay-users step")
+        return list(zip(self.users, self.replay_users, strict=True))
 
 
 @dataclass
 class Step:
     users: int
+    replayed: int = 0
     started: float = 0.0
     ended: float = 0.0
     metrics_before: dict[str, Any] | None = None
@@ -87,7 +115,7 @@ class Step:
 
 
 class WorkerProcess:
-    """One `python -m server.bench.worker`, and the records it sends."""
+    """One driver process (`server.bench.worker` or `.replay`), and the records it sends."""
 
     def __init__(self, process: asyncio.subprocess.Process, sink: Bench) -> None:
         self.process = process
@@ -115,6 +143,9 @@ class Bench:
         self.warnings: list[str] = []
         self.workers: list[WorkerProcess] = []
         self.users = 0
+        self.replay_records: list[Record] = []
+        self.replay_drivers: list[WorkerProcess] = []
+        self.replayed = 0
         self.model = ""
 
     def receive(self, event: Record) -> None:
@@ -126,6 +157,8 @@ class Bench:
             self.failures.append(f"user {event['user']}: {event['failed']}")
         elif "warning" in event:
             self.warnings.append(f"user {event['user']}: {event['warning']}")
+        elif "replayed" in event:
+            self.replay_records.append(event)
         else:
             self.records.append(event)
 
@@ -147,12 +180,14 @@ class Bench:
         config_path = cache_dir / "worker_config.json"  # holds the environment: not in OUT
         config_path.write_text(json.dumps(config))
         server_env: dict[str, str] = config["serverEnv"]
+        plan = options.steps()
         steps: list[Step] = []
         started = time.time()
         try:
-            await self._start_workers(config_path, server_env)
-            for number, users in enumerate(options.users, 1):
-                step = Step(users)
+            await self._start_workers(config_path, server_env, max(u for u, _ in plan))
+            await self._start_replay(cache_dir, server_env, max(r for _, r in plan))
+            for number, (users, replayed) in enumerate(plan, 1):
+                step = Step(users, replayed)
                 steps.append(step)
                 step.skipped = _memory_shortfall(users - self.users, self.users)
                 if step.skipped is None:
@@ -180,29 +215,49 @@ class Bench:
             "seed": options.seed,
         }
 
-    async def _start_workers(self, config_path: Path, env: dict[str, str]) -> None:
-        most = max(self.options.users)
-        count = self.options.workers or min(
-            -(-most // USERS_PER_WORKER), max(1, (os.cpu_count() or 2) // 2)
-        )
+    async def _start_workers(self, config_path: Path, env: dict[str, str], most: int) -> None:
+        count = self.options.workers or _processes(most, USERS_PER_WORKER)
         for _ in range(count):
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "server.bench.worker",
-                str(config_path),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                env=env,
-                limit=1 << 24,
-            )
-            self.workers.append(WorkerProcess(process, self))
+            self.workers.append(await self._spawn("server.bench.worker", config_path, env))
+
+    async def _start_replay(self, cache_dir: Path, env: dict[str, str], most: int) -> None:
+        options = self.options
+        if options.replay is None or most <= 0:
+            return
+        try:
+            load_traces(options.replay)  # a clear error now rather than one per driver
+        except ReplayError as exc:
+            raise BenchError(str(exc)) from None
+        config_path = cache_dir / "replay_config.json"
+        config = {
+            "traces": str(options.replay.resolve()),
+            "backendUrl": options.backend_url,
+            "model": self.model,
+            "salt": options.replay_salt,
+        }
+        config_path.write_text(json.dumps(config))
+        count = options.replay_drivers or _processes(most, REPLAYED_PER_DRIVER)
+        for _ in range(count):
+            self.replay_drivers.append(await self._spawn("server.bench.replay", config_path, env))
+
+    async def _spawn(self, module: str, config_path: Path, env: dict[str, str]) -> WorkerProcess:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            module,
+            str(config_path),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+            limit=1 << 24,
+        )
+        return WorkerProcess(process, self)
 
     async def _stop_workers(self) -> None:
-        for worker in self.workers:
+        for worker in [*self.workers, *self.replay_drivers]:
             with contextlib.suppress(ConnectionError):
                 worker.send({"stop": True})
-        for worker in self.workers:
+        for worker in [*self.workers, *self.replay_drivers]:
             try:
                 await asyncio.wait_for(worker.process.wait(), 60)
             except TimeoutError:
@@ -211,12 +266,22 @@ class Bench:
 
     async def _run_step(self, step: Step, number: int) -> None:
         options = self.options
-        title = f"step {number}/{len(options.users)}: {step.users} users"
+        title = f"step {number}/{len(options.steps())}: {step.users} users"
+        if step.replayed:
+            title += f" + {step.replayed} replayed"
         while self.users < step.users:
             worker = min(self.workers, key=lambda w: w.users)
-            worker.send({"add": [{"user": self.users, "requests": self.users == 0}]})
+            user: dict[str, Any] = {"user": self.users, "requests": self.users == 0}
+            if options.record is not None:
+                user["trace"] = str(options.record.resolve() / f"user-{self.users}.jsonl")
+            worker.send({"add": [user]})
             worker.users += 1
             self.users += 1
+        while self.replayed < step.replayed:
+            driver = min(self.replay_drivers, key=lambda d: d.users)
+            driver.send({"add": [{"user": self.replayed}]})
+            driver.users += 1
+            self.replayed += 1
         deadline = time.monotonic() + options.start_timeout_s
         while len(self.ready) < self.users and time.monotonic() < deadline:
             if self.failures:
@@ -292,6 +357,7 @@ class Bench:
             seconds = step.ended - step.started
             records = self._in_step(step)
             lags = [ms for t, ms in self.lags if step.started <= t < step.ended]
+            replayed = [r for r in self.replay_records if step.started <= r["t"] < step.ended]
             latencies = keystroke_latencies(records)
             assert step.metrics_before is not None and step.metrics_after is not None
             vllm = (
@@ -302,6 +368,8 @@ class Bench:
             results.append(
                 {
                     "users": step.users,
+                    "replayedUsers": step.replayed,
+                    "replay": summarize_replay(replayed, seconds) if step.replayed else None,
                     "seconds": seconds,
                     "loadAverage": step.load_average,
                     **summarize(records, lags, seconds),
@@ -321,11 +389,20 @@ class Bench:
             "typingSpeed": options.speed,
             "stepSeconds": options.step_s,
             "workers": len(self.workers),
+            "replayDrivers": len(self.replay_drivers),
+            "replay": str(options.replay) if options.replay else None,
+            "replaySalt": options.replay_salt,
+            "recorded": str(options.record) if options.record else None,
             "steps": results,
             "floor": floor,
             "failures": self.failures[:20],
             "warnings": sorted(set(self.warnings))[:20],
         }
+
+
+def _processes(users: int, per_process: int) -> int:
+    """Driver processes for `users`: one per `per_process`, at most half the cores."""
+    return min(-(-users // per_process), max(1, (os.cpu_count() or 2) // 2))
 
 
 def _languages(options: BenchOptions) -> frozenset[str] | None:
@@ -449,6 +526,8 @@ def report(results: dict[str, Any]) -> str:
             f"{_ms(vllm.get('apiServerCpuMsPerRequest')):>10} "
             f"{_ms(step['driverLagMs']['p99']):>8} {step['loadAverage']:>5.1f}"
         )
+        if step.get("replay"):
+            out.append(_replay_row(step["replayedUsers"], step["replay"]))
     floor = results.get("floor")
     if floor:
         out.append(
@@ -460,6 +539,19 @@ def report(results: dict[str, Any]) -> str:
     for failure in results.get("failures", []):
         out.append(f"failed: {failure}")
     return "\n".join(out)
+
+
+def _replay_row(users: int, replay: dict[str, Any]) -> str:
+    """A step's replayed load, under its row: the backend's first token for the requests
+    keystrokes wait for, and how late the drivers sent them."""
+    keystroke, lag = replay["keystrokeTtftMs"], replay["sendLagMs"]
+    errors = replay["outcomes"].get("error", 0)
+    return (
+        f"{'':>5} + {users} replayed users: {replay['requestsPerS']:.1f} requests/s, keystroke "
+        f"TTFT p50 {_ms(keystroke['p50']).strip()} p99 {_ms(keystroke['p99']).strip()} ms "
+        f"(n={keystroke['n']}), superseded answered {_ratio(replay['supersededAnsweredShare'])}, "
+        f"errors {errors}, send lag p99 {_ms(lag['p99']).strip()} ms"
+    )
 
 
 def _ms(value: float | None) -> str:

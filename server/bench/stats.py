@@ -152,3 +152,35 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
 def keystroke_latencies(records: list[Record]) -> list[float]:
     """Keystroke-to-suggestion of every answered key (for the CDF plot)."""
     return [r["ms"] for r in records if r.get("outcome") == "answered" and "error" not in r]
+
+
+def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
+    """The replayed users' side of one step (`server.bench.replay`): how fast the backend
+    answered the requests keystrokes wait for, and how late the driver sent them.
+
+    "Waited for" are keystroke requests (priority 0) that the recording read to an
+    answer (ended done or closed); a keystroke request the recording cancelled was
+    superseded, so only whether its first token came before the cancel is counted."""
+    outcomes: dict[str, int] = defaultdict(int)
+    for record in records:
+        outcomes[record["outcome"]] += 1
+    keystrokes = [r for r in records if r["priority"] == 0 and r["outcome"] != "error"]
+    waited = [r for r in keystrokes if r["recorded"] in ("done", "closed")]
+    superseded = [r for r in keystrokes if r["recorded"] == "cancelled"]
+    return {
+        "requests": len(records),
+        "requestsPerS": len(records) / seconds,
+        "outcomes": dict(outcomes),
+        "keystrokeTtftMs": quantiles([r["ttftMs"] for r in waited if "ttftMs" in r]),
+        "keystrokeNoAnswer": sum(1 for r in waited if "ttftMs" not in r),
+        "supersededAnsweredShare": (
+            sum(1 for r in superseded if "ttftMs" in r) / len(superseded) if superseded else None
+        ),
+        "backgroundTtftMs": quantiles(
+            [r["ttftMs"] for r in records if r["priority"] > 0 and "ttftMs" in r]
+        ),
+        "sendLagMs": quantiles([r["lagMs"] for r in records]),
+        "errors": sorted(
+            {str(r.get("error") or r.get("status")) for r in records if r["outcome"] == "error"}
+        )[:10],
+    }

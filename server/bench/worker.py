@@ -1,12 +1,9 @@
-"""A process of `headstart bench` that drives some of the simulated users.
+"""A driver process of `headstart bench` (`server.bench.driver`) for simulated editors.
 
 One process cannot drive hundreds of editors without falling behind, so the bench spreads
-them over several of these. Commands come on stdin, one JSON object a line:
-`{"add": [{"user": 3, "requests": false}, ...]}` starts users, `{"stop": true}` stops
-them all and exits. Out on stdout, one JSON object a line: the users' records
-(`server.bench.user`), and every second the process's scheduling lag (how late a 100 ms
-sleep woke up), so a saturated driver shows in the results instead of passing for
-server latency.
+them over several of these. `{"add": [{"user": 3, "requests": false}, ...]}` starts
+users, each an editor with its own `headstart serve` (`server.bench.user`); "requests"
+asks its server to report the backend requests, and "trace" to trace them to that file.
 
     python -m server.bench.worker CONFIG.json
 """
@@ -17,16 +14,17 @@ import asyncio
 import copy
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from server.bench.driver import Driver
 from server.bench.typing_sessions import TypingSession, TypingSpeed, lines_worth_typing
-from server.bench.user import Record, SimulatedUser
+from server.bench.user import SimulatedUser
 
 
-class Worker:
+class Worker(Driver):
     def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__()
         self.root = Path(config["root"])
         self.settings: dict[str, Any] = config["settings"]
         self.server_env: dict[str, str] = config["serverEnv"]
@@ -34,56 +32,17 @@ class Worker:
         languages = config.get("languages")
         self.lines = lines_worth_typing(self.root, frozenset(languages) if languages else None)
         self.seed = int(config.get("seed", 0))
-        self.stop = asyncio.Event()
-        self.users: list[asyncio.Task[None]] = []
-        self.out: list[str] = []
 
-    def emit(self, record: Record) -> None:
-        self.out.append(json.dumps(record))
-
-    def add(self, user: int, report_requests: bool) -> None:
+    def add(self, user: dict[str, Any]) -> None:
+        number = int(user["user"])
         settings = copy.deepcopy(self.settings)
         log = settings.setdefault("log", {})
-        log["completionReports"] = "requests" if report_requests else "timings"
-        session = TypingSession(self.lines, self.seed * 100_003 + user, self.speed)
-        simulated = SimulatedUser(user, self.root, session, settings, self.server_env, self.emit)
-        self.users.append(asyncio.create_task(self._run(simulated)))
-
-    async def _run(self, simulated: SimulatedUser) -> None:
-        try:
-            await simulated.run(self.stop)
-        except Exception as exc:  # one broken user must not stop the others
-            self.emit({"user": simulated.user, "failed": f"{type(exc).__name__}: {exc}"})
-
-    async def flush(self) -> None:
-        """Write the records out in batches, and the lag of this process's event loop."""
-        while True:
-            asked = time.monotonic()
-            await asyncio.sleep(0.1)
-            lag_ms = (time.monotonic() - asked - 0.1) * 1000
-            self.emit({"lag": lag_ms, "t": time.monotonic()})
-            if self.out:
-                sys.stdout.write("\n".join(self.out) + "\n")
-                sys.stdout.flush()
-                self.out.clear()
-
-    async def serve(self) -> None:
-        reader = asyncio.StreamReader()
-        loop = asyncio.get_running_loop()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        flusher = asyncio.create_task(self.flush())
-        while line := await reader.readline():
-            command = json.loads(line)
-            for user in command.get("add", []):
-                self.add(int(user["user"]), bool(user.get("requests")))
-            if command.get("stop"):
-                break
-        self.stop.set()
-        await asyncio.gather(*self.users)
-        await asyncio.sleep(0.2)  # the last batch
-        flusher.cancel()
-        sys.stdout.write("\n".join([*self.out, json.dumps({"stopped": True})]) + "\n")
-        sys.stdout.flush()
+        log["completionReports"] = "requests" if user.get("requests") else "timings"
+        if user.get("trace"):
+            log["requestTrace"] = str(user["trace"])
+        session = TypingSession(self.lines, self.seed * 100_003 + number, self.speed)
+        simulated = SimulatedUser(number, self.root, session, settings, self.server_env, self.emit)
+        self.start(number, simulated.run(self.stop))
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,161 @@
+"""`headstart bench run --record` and `--replay`: an editor's backend requests are traced,
+and replayed users send them again with their timing, their cancels and their bodies, so
+a few light processes can stand in for hundreds of editors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_helpers import line_rules, make_project, run_bench
+from fake_openai import FakeBackend
+
+from server.backend.trace import read_trace
+from server.bench.replay import (
+    LOOP_GAP_S,
+    ReplayError,
+    Trace,
+    TracedRequest,
+    load_traces,
+    phase_s,
+    schedule,
+)
+from server.bench.stats import summarize_replay
+
+
+def traced(*times: float) -> Trace:
+    return Trace(
+        "t", tuple(TracedRequest(at, {"prompt": str(at)}, "done", 10.0, 1) for at in times)
+    )
+
+
+def test_a_schedule_loops_its_trace_from_a_phase() -> None:
+    trace = traced(0.0, 0.5, 2.0)
+    length = 2.0 + LOOP_GAP_S
+
+    assert [at for at, _ in itertools.islice(schedule(trace, 0.0), 4)] == [0.0, 0.5, 2.0, length]
+    shifted = list(itertools.islice(schedule(trace, 0.5), 4))
+    assert [request.at_s for _, request in shifted] == [0.5, 2.0, 0.0, 0.5]
+    assert [at for at, _ in shifted] == pytest.approx([0.0, 1.5, length - 0.5, length])
+
+
+def test_copies_of_a_trace_start_at_spread_phases() -> None:
+    traces = [traced(0.0, 9.0), traced(0.0, 4.0)]
+
+    assert phase_s(0, traces) == phase_s(1, traces) == 0.0  # the first copy of each
+    phases = sorted(phase_s(user, traces) / traces[0].length_s for user in range(0, 40, 2))
+    gaps = [b - a for a, b in itertools.pairwise([*phases, 1.0])]
+    assert max(gaps) < 0.1  # 20 copies leave no gap of a tenth of the trace
+
+
+def test_no_traces_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ReplayError, match="no recorded requests"):
+        load_traces(tmp_path)
+
+
+def test_a_step_summary_separates_waited_for_keystrokes_from_superseded_ones() -> None:
+    def record(priority: int, recorded: str, outcome: str, ttft: float | None) -> dict[str, Any]:
+        base = {"priority": priority, "recorded": recorded, "outcome": outcome, "lagMs": 1.0}
+        return {**base, "ttftMs": ttft} if ttft is not None else base
+
+    summary = summarize_replay(
+        [
+            record(0, "done", "done", 40.0),
+            record(0, "closed", "closed", 60.0),
+            record(0, "cancelled", "cancelled", None),
+            record(0, "cancelled", "done", 30.0),
+            record(2, "done", "done", 200.0),
+            {**record(0, "done", "error", None), "status": 503},
+        ],
+        seconds=2.0,
+    )
+
+    assert summary["requests"] == 6 and summary["requestsPerS"] == 3.0
+    assert summary["keystrokeTtftMs"]["n"] == 2 and summary["keystrokeTtftMs"]["p99"] == 60.0
+    assert summary["supersededAnsweredShare"] == 0.5
+    assert summary["backgroundTtftMs"]["p50"] == 200.0
+    assert summary["outcomes"]["error"] == 1 and summary["errors"] == ["503"]
+
+
+@pytest.mark.timeout(300)
+def test_a_recorded_editor_is_replayed_request_for_request(
+    fake: FakeBackend, tmp_path: Path
+) -> None:
+    """Record one editor typing against a fake model slow enough that keystrokes
+    supersede requests; replay its trace; the fake sees the same bodies, at the same
+    times, and the superseded ones closed by the client when the recording closed them."""
+    root = make_project(tmp_path / "project")
+    slow_lines = [{**rule, "chunk_delay_ms": 40} for rule in line_rules(root)]
+    fake.script(slow_lines)
+    traces = tmp_path / "traces"
+    settings = {"backend": {"chunkGapMs": 2000}, "completion": {"prefetch": False}}
+    recorded_run = run_bench(
+        "run", str(root), "--backend-url", fake.url, "--users", "1", "--step-seconds", "5",
+        "--warmup-seconds", "1", "--floor-prompts", "0", "--record", str(traces),
+        "--out", str(tmp_path / "recorded"), "--settings", json.dumps(settings),
+    )  # fmt: skip
+    assert recorded_run.returncode == 0, recorded_run.stderr[-3000:]
+    recorded = read_trace(traces / "user-0.jsonl")
+    assert len(recorded) >= 5
+    assert {"done", "cancelled"} <= {request["end"] for request in recorded}
+    assert [request["body"] for request in recorded] == [e["body"] for e in fake.events()]
+
+    fake.reset()
+    fake.script(slow_lines)
+    length_s = recorded[-1]["sent"] - recorded[0]["sent"]
+    replay_run = run_bench(
+        "run", "--backend-url", fake.url, "--users", "0", "--replay", str(traces),
+        "--replay-users", "1", "--no-replay-salt", "--step-seconds", f"{length_s + 0.5:.1f}",
+        "--warmup-seconds", "0", "--floor-prompts", "0", "--out", str(tmp_path / "replayed"),
+    )  # fmt: skip
+    assert replay_run.returncode == 0, replay_run.stderr[-3000:]
+
+    replayed = fake.events()[: len(recorded)]
+    assert [event["body"] for event in replayed] == [request["body"] for request in recorded]
+    offsets = [
+        abs(
+            (event["received_at"] - replayed[0]["received_at"])
+            - (request["sent"] - recorded[0]["sent"])
+        )
+        for event, request in zip(replayed, recorded, strict=True)
+    ]
+    assert statistics.median(offsets) < 0.1, offsets
+    for event, request in zip(replayed, recorded, strict=True):
+        if request["end"] == "cancelled":
+            assert event["closed_by"] == "client" and not event["completed"]
+            held_s = event["closed_at"] - event["received_at"]
+            assert abs(held_s - request["endMs"] / 1000) < 0.25, (held_s, request["endMs"])
+    results = json.loads((tmp_path / "replayed" / "results.json").read_text())
+    (step,) = results["steps"]
+    assert step["replayedUsers"] == 1 and step["replay"]["requests"] >= len(recorded) - 1
+    assert step["replay"]["keystrokeTtftMs"]["n"] > 0
+    assert "replayed users:" in replay_run.stdout
+
+
+@pytest.mark.timeout(120)
+def test_replayed_copies_are_salted_apart(fake: FakeBackend, tmp_path: Path) -> None:
+    """Two replayed users of one trace each get their own `cache_salt` by default."""
+    fake.script([{"match": "", "text": "x = 1\n"}])
+    trace = tmp_path / "traces" / "user-0.jsonl"
+    trace.parent.mkdir()
+    lines = [
+        {"sent": 100.0 + i, "body": {"prompt": f"p{i}", "max_tokens": 8, "stream": True},
+         "endMs": 5.0, "chunks": 1, "end": "done"}
+        for i in range(3)
+    ]  # fmt: skip
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    finished = run_bench(
+        "run", "--backend-url", fake.url, "--users", "0", "--replay", str(trace.parent),
+        "--replay-users", "2", "--step-seconds", "3", "--warmup-seconds", "0",
+        "--floor-prompts", "0", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+
+    salts = {event["body"].get("cache_salt") for event in fake.events()}
+    assert salts == {"headstart-replay-0", "headstart-replay-1"}
+    assert {event["body"]["model"] for event in fake.events()} == {fake.model}
