@@ -9,7 +9,8 @@ recorded timing, and ends each one as the server did:
 - a request the server's task cancelled (a newer keystroke) is closed at the same time
   after sending, answered or not;
 - a request the server stopped reading (it had its line) is closed after as many chunks;
-- the rest are read to their end.
+- the rest are read to their end, unless the user's next keystroke request comes while
+  it still has no first token: then it is closed, as the user's server would close it.
 
 Replayed user `u` plays trace `u mod n` from a phase of its own (copies of one trace are
 spread over its length by the golden ratio), looping it, and by default salts its prompts
@@ -33,10 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from server.backend.trace import read_trace
 from server.bench.driver import Driver, Record
+from server.bench.sse_post import Connections, ProtocolError, post
 
 LOOP_GAP_S = 1.0
 """Silence between the end of a trace and its start again, when a replayed user loops."""
@@ -46,7 +46,7 @@ RECORD_FIELDS = {
     "t": "monotonic time the request was sent",
     "priority": "the request's priority (0 when it had none)",
     "recorded": "how the recorded request ended: done, cancelled, closed, error",
-    "outcome": "how this one ended: done, cancelled, closed, error",
+    "outcome": "how this one ended: done, cancelled, closed, superseded, error",
     "lagMs": "how late it was sent against its schedule (the driver's lag)",
     "ttftMs": "ms from sending to the first event (absent when none came)",
     "ms": "ms from sending to the end",
@@ -65,6 +65,9 @@ class TracedRequest:
     end: str
     end_ms: float
     chunks: int
+    fields_json: bytes = b"{}"
+    """The body but its model, encoded once: each replayed copy only adds its model name
+    and salt in front."""
 
     @property
     def priority(self) -> int:
@@ -101,6 +104,7 @@ def load_traces(path: Path) -> list[Trace]:
                 end=str(line.get("end", "done")),
                 end_ms=float(line.get("endMs", 0.0)),
                 chunks=int(line.get("chunks", 0)),
+                fields_json=_fields_json(line["body"]),
             )
             for line in lines
         )
@@ -108,6 +112,11 @@ def load_traces(path: Path) -> list[Trace]:
     if not traces:
         raise ReplayError(f"no recorded requests under {path} (record some with --record)")
     return traces
+
+
+def _fields_json(body: dict[str, Any]) -> bytes:
+    fields = {key: value for key, value in body.items() if key not in ("model", "cache_salt")}
+    return json.dumps(fields).encode()
 
 
 def phase_s(user: int, traces: list[Trace]) -> float:
@@ -134,7 +143,7 @@ class ReplayedUser:
         self,
         user: int,
         traces: list[Trace],
-        client: httpx.AsyncClient,
+        connections: Connections,
         model: str,
         salt: bool,
         emit: Callable[[Record], None],
@@ -142,10 +151,15 @@ class ReplayedUser:
         self.user = user
         self.trace = traces[user % len(traces)]
         self.phase = phase_s(user, traces)
-        self.client = client
-        self.model = model
-        self.salt = f"headstart-replay-{user}" if salt else None
+        self.connections = connections
+        own: dict[str, str] = {"model": model}
+        if salt:
+            own["cache_salt"] = f"headstart-replay-{user}"
+        self.own_json = json.dumps(own).encode()[:-1]
+        """`{"model": …, "cache_salt": …` : the start of each body this user sends."""
         self.emit = emit
+        self.unanswered: dict[asyncio.Task[None], Record] = {}
+        """Keystroke requests in flight with no first token yet."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Send the schedule's requests on time until `stop`; then end those in flight."""
@@ -158,56 +172,79 @@ class ReplayedUser:
                 break
             except TimeoutError:
                 pass
-            task = asyncio.create_task(self.send(request, due))
+            if request.priority == 0:
+                self._supersede()
+            record: Record = {"replayed": self.user, "priority": request.priority}
+            task = asyncio.create_task(self.send(request, due, record))
+            if request.priority == 0:
+                self.unanswered[task] = record
+                task.add_done_callback(lambda done: self.unanswered.pop(done, None))
             in_flight.add(task)
             task.add_done_callback(in_flight.discard)
         for task in list(in_flight):
             task.cancel()
         await asyncio.gather(*in_flight, return_exceptions=True)
 
-    async def send(self, request: TracedRequest, due: float) -> None:
-        body = {**request.body, "model": self.model}
-        if self.salt is not None:
-            body["cache_salt"] = self.salt
+    def _supersede(self) -> None:
+        """A new keystroke closes the older ones still waiting for their first token, as
+        the user's server would: without it an overloaded backend would pile up requests
+        that no one waits for any more (in the recording they were answered in time)."""
+        for task, record in self.unanswered.items():
+            record["superseded"] = True
+            task.cancel()
+        self.unanswered.clear()
+
+    async def send(self, request: TracedRequest, due: float, record: Record) -> None:
+        fields = request.fields_json
+        body = self.own_json + (b", " + fields[1:] if fields != b"{}" else b"}")
         sent = time.monotonic()
-        record: Record = {
-            "replayed": self.user,
-            "t": sent,
-            "priority": request.priority,
-            "recorded": request.end,
-            "lagMs": (sent - due) * 1000,
-        }
-        record["outcome"] = await self._stream(body, request, sent, record)
+        record.update(t=sent, recorded=request.end, lagMs=(sent - due) * 1000)
+        try:
+            record["outcome"] = await self._stream(body, request, sent, record)
+        except asyncio.CancelledError:
+            if not record.pop("superseded", False):
+                raise  # the run is stopping
+            record["outcome"] = "superseded"
         record["ms"] = (time.monotonic() - sent) * 1000
         self.emit(record)
 
     async def _stream(
-        self, body: dict[str, Any], request: TracedRequest, sent: float, record: Record
+        self, body: bytes, request: TracedRequest, sent: float, record: Record
     ) -> str:
-        """POST and read as the recorded request was read; how it ended."""
+        """POST and read as the recorded request was read; how it ended. A stream ended
+        early closes its connection, which is how the backend learns to abort it."""
         close_after_s = request.end_ms / 1000 if request.end == "cancelled" else None
         events = 0
+        connection = None
+        reusable = False
         try:
             async with asyncio.timeout(close_after_s):
-                async with self.client.stream("POST", "/completions", json=body) as reply:
-                    if reply.status_code != 200:
-                        record["status"] = reply.status_code
-                        await reply.aread()
-                        return "error"
-                    async for line in reply.aiter_lines():
-                        if not line.startswith("data:") or line.startswith("data: [DONE]"):
-                            continue
-                        events += 1
-                        if events == 1:
-                            record["ttftMs"] = (time.monotonic() - sent) * 1000
-                        if request.end == "closed" and events >= max(request.chunks, 1):
-                            return "closed"
-            return "done"
+                connection = await self.connections.open()
+                reply = await post(self.connections, connection, "/completions", body)
+                if reply.status != 200:
+                    record["status"] = reply.status
+                    await reply.drain()
+                    reusable = reply.keep_alive
+                    return "error"
+                async for data in reply.data():
+                    if data == b"[DONE]":
+                        continue
+                    events += 1
+                    if events == 1:
+                        record["ttftMs"] = (time.monotonic() - sent) * 1000
+                        self.unanswered.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+                    if request.end == "closed" and events >= max(request.chunks, 1):
+                        return "closed"
+                reusable = reply.complete and reply.keep_alive
+                return "done"
         except TimeoutError:
             return "cancelled"
-        except httpx.HTTPError as exc:
+        except (OSError, EOFError, ValueError, ProtocolError) as exc:
             record["error"] = f"{type(exc).__name__}: {exc}"[:200]
             return "error"
+        finally:
+            if connection is not None:
+                self.connections.release(connection, reusable)
 
 
 class ReplayDriver(Driver):
@@ -218,20 +255,30 @@ class ReplayDriver(Driver):
         self.traces = load_traces(Path(config["traces"]))
         self.model = str(config["model"])
         self.salt = bool(config.get("salt", True))
-        self.client = httpx.AsyncClient(
-            base_url=str(config["backendUrl"]).rstrip("/"),
-            timeout=httpx.Timeout(60.0, connect=10.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=2000),
-            trust_env=False,
-        )
+        self.connections = Connections(str(config["backendUrl"]))
+        _allow_open_files()
 
     def add(self, user: dict[str, Any]) -> None:
         number = int(user["user"])
-        replayed = ReplayedUser(number, self.traces, self.client, self.model, self.salt, self.emit)
+        replayed = ReplayedUser(
+            number, self.traces, self.connections, self.model, self.salt, self.emit
+        )
         self.start(number, replayed.run(self.stop))
 
     async def close(self) -> None:
-        await self.client.aclose()
+        self.connections.close()
+
+
+def _allow_open_files() -> None:
+    """Raise the soft limit on open files to the hard one: each stream in flight holds a
+    socket, and an overloaded backend holds hundreds."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def main(argv: list[str]) -> int:
