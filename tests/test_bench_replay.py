@@ -137,24 +137,55 @@ def test_a_recorded_editor_is_replayed_request_for_request(
     assert "replayed users:" in replay_run.stdout
 
 
+def write_trace(folder: Path, lines: list[dict[str, Any]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "user-0.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return folder
+
+
+def replay(fake: FakeBackend, traces: Path, out: Path, *args: str) -> dict[str, Any]:
+    finished = run_bench(
+        "run", "--backend-url", fake.url, "--users", "0", "--replay", str(traces),
+        "--warmup-seconds", "0", "--floor-prompts", "0", "--out", str(out), *args,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    results: dict[str, Any] = json.loads((out / "results.json").read_text())
+    return results
+
+
+def traced_line(sent: float, prompt: str, end: str = "done") -> dict[str, Any]:
+    body = {"prompt": prompt, "max_tokens": 8, "stream": True, "priority": 0}
+    return {"sent": sent, "body": body, "endMs": 5.0, "chunks": 1, "end": end}
+
+
+@pytest.mark.timeout(120)
+def test_a_keystroke_supersedes_the_users_request_still_waiting_for_its_first_token(
+    fake: FakeBackend, tmp_path: Path
+) -> None:
+    """Recorded, both keys were answered at once; replayed against a backend that now
+    takes 2 s to a first token, the second key closes the first, as a server would."""
+    fake.script([{"match": "slow", "text": "x\n", "first_delay_ms": 2000}])
+    traces = write_trace(
+        tmp_path / "traces", [traced_line(10.0, "slow 1"), traced_line(10.4, "fast")]
+    )
+
+    results = replay(fake, traces, tmp_path / "out", "--replay-users", "1", "--step-seconds", "1.2")
+
+    first, second = fake.events()[:2]
+    assert first["body"]["prompt"] == "slow 1" and second["body"]["prompt"] == "fast"
+    assert first["closed_by"] == "client" and not first["completed"]
+    assert 0.3 < first["closed_at"] - first["received_at"] < 0.7
+    assert second["completed"]
+    assert results["steps"][0]["replay"]["outcomes"]["superseded"] == 1
+
+
 @pytest.mark.timeout(120)
 def test_replayed_copies_are_salted_apart(fake: FakeBackend, tmp_path: Path) -> None:
     """Two replayed users of one trace each get their own `cache_salt` by default."""
     fake.script([{"match": "", "text": "x = 1\n"}])
-    trace = tmp_path / "traces" / "user-0.jsonl"
-    trace.parent.mkdir()
-    lines = [
-        {"sent": 100.0 + i, "body": {"prompt": f"p{i}", "max_tokens": 8, "stream": True},
-         "endMs": 5.0, "chunks": 1, "end": "done"}
-        for i in range(3)
-    ]  # fmt: skip
-    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    finished = run_bench(
-        "run", "--backend-url", fake.url, "--users", "0", "--replay", str(trace.parent),
-        "--replay-users", "2", "--step-seconds", "3", "--warmup-seconds", "0",
-        "--floor-prompts", "0", "--out", str(tmp_path / "out"),
-    )  # fmt: skip
-    assert finished.returncode == 0, finished.stderr[-3000:]
+    lines = [traced_line(100.0 + i, f"p{i}") for i in range(3)]
+    replay(fake, write_trace(tmp_path / "traces", lines), tmp_path / "out",
+           "--replay-users", "2", "--step-seconds", "3")  # fmt: skip
 
     salts = {event["body"].get("cache_salt") for event in fake.events()}
     assert salts == {"headstart-replay-0", "headstart-replay-1"}
