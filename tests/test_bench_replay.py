@@ -134,6 +134,8 @@ def test_a_recorded_editor_is_replayed_request_for_request(
     (step,) = results["steps"]
     assert step["replayedUsers"] == 1 and step["replay"]["requests"] >= len(recorded) - 1
     assert step["replay"]["keystrokeTtftMs"]["n"] > 0
+    (cores,) = step["replay"]["driverCores"]
+    assert 0 < cores < 1.5
     assert "replayed users:" in replay_run.stdout
 
 

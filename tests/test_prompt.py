@@ -10,12 +10,14 @@ import pytest
 from tokenizer_helpers import real_qwen_tokenizer_file, tiny_tokenizer
 from tokenizers import Tokenizer
 
+from server.backend.client import ModelInfo
 from server.completion.prompt import (
     TEMPLATES,
     choose_template,
     family_for_model,
     path_comment,
 )
+from server.completion.request import WINDOW_SLACK, context_that_fits
 from server.completion.token_count import TokenCounter
 from server.config import TemplateName
 
@@ -226,3 +228,12 @@ def test_special_tokens_in_code_cannot_steer_the_prompt(family: str) -> None:
         assert dirty.count(token) == own.count(token), token
     assert clean.count("\u200b") == 0
     assert template.snippet("b.py", hostile).count("\u200b") >= 1
+
+
+def test_the_context_leaves_the_answer_room_in_the_models_window() -> None:
+    window = ModelInfo("m", "vllm", 4096)
+
+    assert context_that_fits(4096, 128, window) == 4096 - 128 - WINDOW_SLACK
+    assert context_that_fits(2048, 128, window) == 2048
+    assert context_that_fits(4096, 128, ModelInfo("m", "vllm", None)) == 4096
+    assert context_that_fits(4096, 5000, window) == 64  # still a prompt; vLLM says why not

@@ -23,7 +23,7 @@ import pytest
 import pytest_lsp
 from conftest import CONFIG, server_env, start_session
 from cutting_proxy import CuttingProxy
-from lsp_helpers import cursor_at, logs, open_document, suggestion
+from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -166,6 +166,35 @@ async def test_completion_fallback_works_against_vllm(
         (item,) = items
         assert item.startswith("width") and ("width" + expected).startswith(item)
         assert len(item) > len("width")
+
+
+async def test_a_prompt_as_long_as_the_window_leaves_room_for_the_answer(
+    fresh: LanguageClient, vllm_url: str, workspace: Path, tmp_path: Path
+) -> None:
+    """The default 4,096-token context in this vLLM's 4,096-token window: the prompt is
+    cut to leave room for the answer. (vLLM 0.25 refuses such a request with HTTP 400;
+    later versions cut the answer to the tokens left instead.)"""
+    trace = tmp_path / "requests.jsonl"
+    backend = {"url": vllm_url, **CPU_SETTINGS}
+    await start_session(
+        fresh, "vscode", workspace, {"backend": backend, "log": {"requestTrace": str(trace)}}
+    )
+    step = "def step_{0}(value):\n    return value * {0} + {1}\n\n"
+    long_file = "".join(step.format(n, n % 7) for n in range(400))
+    text, position = cursor_at(long_file + "def step_total(value):\n    return █\n")
+    uri = open_document(fresh, workspace / "steps.py", text)
+
+    await suggestion(fresh, uri, position)
+
+    await wait_for_log(fresh, "leaves no room for a 128-token answer, so prompts get 3952")
+    assert "backend:" not in logs(fresh)
+    deadline = time.monotonic() + 60  # a line is written when its stream ends
+    while not (trace.exists() and trace.read_text()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    first = json.loads(trace.read_text().splitlines()[0])
+    prompt_ids = first["body"]["prompt"]
+    assert isinstance(prompt_ids, list) and len(prompt_ids) > 3500  # the window, nearly full
+    assert len(prompt_ids) + first["body"]["max_tokens"] <= 4096
 
 
 RUNNING = "vllm:num_requests_running"

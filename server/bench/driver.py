@@ -3,7 +3,8 @@
 A driver takes commands on stdin, one JSON object a line (`{"add": [...]}` starts users,
 `{"stop": true}` stops them all and exits), and writes to stdout, one JSON object a line,
 its users' records in batches and, every 100 ms, its event loop's lag (how late a 100 ms
-sleep woke up), so a saturated driver shows in the results instead of passing for latency.
+sleep woke up) and its CPU time so far, so a saturated driver shows in the results instead
+of passing for latency.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Driver:
             asked = time.monotonic()
             await asyncio.sleep(0.1)
             lag_ms = (time.monotonic() - asked - 0.1) * 1000
-            self.emit({"lag": lag_ms, "t": time.monotonic()})
+            self.emit({"lag": lag_ms, "t": time.monotonic(), "cpu": time.process_time()})
             if self.out:
                 sys.stdout.write("\n".join(self.out) + "\n")
                 sys.stdout.flush()

@@ -120,13 +120,25 @@ class WorkerProcess:
     def __init__(self, process: asyncio.subprocess.Process, sink: Bench) -> None:
         self.process = process
         self.users = 0
+        self.cpu: list[tuple[float, float]] = []
+        """(monotonic time, the process's CPU seconds so far), every 100 ms."""
         self.reader = asyncio.create_task(self._read(sink))
 
     async def _read(self, sink: Bench) -> None:
         assert self.process.stdout is not None
         while line := await self.process.stdout.readline():
             with contextlib.suppress(ValueError):
-                sink.receive(json.loads(line))
+                event = json.loads(line)
+                if "cpu" in event:
+                    self.cpu.append((event["t"], event["cpu"]))
+                sink.receive(event)
+
+    def cores(self, start: float, end: float) -> float | None:
+        """The share of a core the process used between `start` and `end`."""
+        inside = [(t, cpu) for t, cpu in self.cpu if start <= t <= end]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return None
+        return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
 
     def send(self, command: dict[str, Any]) -> None:
         assert self.process.stdin is not None
@@ -369,7 +381,15 @@ class Bench:
                 {
                     "users": step.users,
                     "replayedUsers": step.replayed,
-                    "replay": summarize_replay(replayed, seconds) if step.replayed else None,
+                    "replay": (
+                        {
+                            **summarize_replay(replayed, seconds),
+                            "driverCores": _cores(self.replay_drivers, step),
+                        }
+                        if step.replayed
+                        else None
+                    ),
+                    "editorDriverCores": _cores(self.workers, step),
                     "seconds": seconds,
                     "loadAverage": step.load_average,
                     **summarize(records, lags, seconds),
@@ -398,6 +418,11 @@ class Bench:
             "failures": self.failures[:20],
             "warnings": sorted(set(self.warnings))[:20],
         }
+
+
+def _cores(drivers: list[WorkerProcess], step: Step) -> list[float | None]:
+    """Each driver process's share of a core during the step."""
+    return [driver.cores(step.started, step.ended) for driver in drivers]
 
 
 def _processes(users: int, per_process: int) -> int:
@@ -550,7 +575,8 @@ def _replay_row(users: int, replay: dict[str, Any]) -> str:
         f"{'':>5} + {users} replayed users: {replay['requestsPerS']:.1f} requests/s, keystroke "
         f"TTFT p50 {_ms(keystroke['p50']).strip()} p99 {_ms(keystroke['p99']).strip()} ms "
         f"(n={keystroke['n']}), superseded answered {_ratio(replay['supersededAnsweredShare'])}, "
-        f"errors {errors}, send lag p99 {_ms(lag['p99']).strip()} ms"
+        f"errors {errors}, send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "
+        + ", ".join(f"{cores:.2f}" if cores is not None else "-" for cores in replay["driverCores"])
     )
 
 

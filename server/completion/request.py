@@ -121,6 +121,35 @@ def budget_for(settings: CompletionSettings, prompting: Prompting, ctx: CursorCo
     return settings_budget(settings, reserved=count(bare) + JOIN_SLACK)
 
 
+WINDOW_SLACK = 16
+"""Tokens kept free in the model's window beyond the answer: a prompt may count a few
+tokens more at the backend than the budget counted (an approximate counter)."""
+_window_warnings: set[tuple[str, int, int]] = set()
+
+
+def context_that_fits(context_tokens: int, answer_tokens: int, model: ModelInfo) -> int:
+    """The prompt's token budget, cut so that prompt and answer fit the model's window:
+    vLLM refuses (HTTP 400) a request whose prompt and max_tokens exceed max_model_len,
+    as a local CPU vLLM's 4,096-token window and the default 4,096-token context do."""
+    if model.max_model_len is None:
+        return context_tokens
+    room = max(64, model.max_model_len - answer_tokens - WINDOW_SLACK)
+    if room >= context_tokens:
+        return context_tokens
+    if (model.id, context_tokens, room) not in _window_warnings:
+        _window_warnings.add((model.id, context_tokens, room))
+        log.info(
+            "%s takes %d tokens: a %d-token prompt leaves no room for a %d-token answer, so "
+            "prompts get %d",
+            model.id,
+            model.max_model_len,
+            context_tokens,
+            answer_tokens,
+            room,
+        )
+    return room
+
+
 def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
     """The completion settings' shares of the budget, `reserved` tokens taken off first."""
     return Budget(
@@ -247,6 +276,7 @@ class Completer:
             log.warning("backend: %s", exc)
             return Suggestion(text="", mode=Mode.LINE, error=str(exc))
         raise_if_cancelled()
+        settings = self._fitted(settings, await self.backend.model())
         planned = time.perf_counter()
         context = build_context(ctx, settings, prompting)
         built = time.perf_counter()
@@ -284,6 +314,15 @@ class Completer:
             block = continuation_shape(ctx, shape)
             suggestion.more = asyncio.create_task(self._continue(stream, received, block, ctx))
         return suggestion
+
+    @staticmethod
+    def _fitted(settings: CompletionSettings, model: ModelInfo) -> CompletionSettings:
+        """The settings, with a context that leaves the model room for the answer."""
+        answer = max(settings.max_tokens, settings.multiline_max_tokens)
+        fits = context_that_fits(settings.context_tokens, answer, model)
+        if fits == settings.context_tokens:
+            return settings
+        return settings.model_copy(update={"context_tokens": fits})
 
     async def _continue(
         self, stream: AsyncGenerator[str], received: str, block: CursorShape, ctx: CursorContext

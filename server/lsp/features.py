@@ -34,6 +34,7 @@ from pygls.workspace import TextDocument
 from cache.languages import from_language_id, language_for
 from cache.paths import path_to_uri, uri_to_path
 from server.completion.context import ContextBuilder
+from server.completion.request import context_that_fits
 from server.features import hover as hovers
 from server.features import refactor
 from server.features.refactor import RefactorError, RefactorKind, Replacement, Target
@@ -280,13 +281,15 @@ async def _refactor(
     try:
         prompting = await ls.completer.prompting(ls.settings.completion)
         count = prompting.counter.count
-        cap = int(settings.context_tokens * refactor.SNIPPET_SHARE)
+        model = await ls.backend.model()
+        budget = context_that_fits(settings.context_tokens, settings.max_tokens, model)
+        cap = int(budget * refactor.SNIPPET_SHARE)
         snippets = refactor.gather_snippets(
             place.builder, place.relative, text, target, language, cap, count
         )
         prompt = refactor.build_prompt(
             kind, target, text, language, place.relative, place.repo_name, snippets, instruction,
-            budget=settings.context_tokens, count=count,
+            budget=budget, count=count,
         )  # fmt: skip
         request = refactor.request_for(prompt, settings.max_tokens, 0.0)
         answer = await _with_progress(
