@@ -6,6 +6,7 @@ and delegates. Bad input gets a clear error in the reply or the log, never a cra
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -88,17 +89,34 @@ async def did_change_configuration(
         ls.probe_backend()
 
 
+CONFIGURATION_WAIT_S = 2.0
+"""How long the server waits for the editor's settings before carrying on without them
+(a client that answers null, which pygls cannot read, never completes the request)."""
+
+
 async def pull_configuration(ls: HeadstartServer) -> None:
     """Ask the client for the `headstart` section, where the client supports that."""
     workspace = ls.client_capabilities.workspace
     if not (workspace and workspace.configuration):
         return
     try:
-        items = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+        items = await asyncio.wait_for(
+            ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            ),
+            CONFIGURATION_WAIT_S,
         )
     except Exception as exc:
-        log.warning("workspace/configuration failed: %s", exc)
+        what = (
+            f"no answer in {CONFIGURATION_WAIT_S:.0f} s (or one that is not a list)"
+            if isinstance(exc, TimeoutError)
+            else f"an error ({exc})"
+        )
+        log.warning(
+            "the editor's workspace/configuration gave %s; going on with initializationOptions, "
+            "HEADSTART_* variables and the defaults",
+            what,
+        )
         return
     section = items[0] if items else None
     if section is None or isinstance(section, dict):
