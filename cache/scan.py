@@ -80,6 +80,13 @@ _SECRET_NAME = _name_matcher(SECRET_NAME_PATTERNS)
 _GENERATED_NAME = _name_matcher(GENERATED_NAME_PATTERNS)
 _SECRET_OR_GENERATED = _name_matcher(SECRET_NAME_PATTERNS + GENERATED_NAME_PATTERNS)
 """Most names are neither: one match says so for both."""
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a file or directory of this name may hold credentials (SECRET_NAME_PATTERNS)."""
+    return _SECRET_NAME.match(name) is not None
+
+
 _NAMED_GROUP = re.compile(r"\(\?P<[^>]*>")
 _NAME = attrgetter("name")
 

@@ -30,6 +30,7 @@ from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
 from server.completion.prompt import PromptTemplate, choose_template
 from server.completion.prompt_tokens import PromptEncoder
+from server.completion.secrets import mask_secrets
 from server.completion.stops import (
     CursorShape,
     Mode,
@@ -206,7 +207,7 @@ def render_request(
     shape = dataclasses.replace(context.cursor.shape, max_lines=settings.max_lines)
     prompt = prompting.template.prompt(
         repo_name=ctx.repo_name,
-        snippets=context.files(),
+        snippets=[(path, mask_secrets(text)) for path, text in context.files()],
         file_path=ctx.file_path,
         prefix=context.prefix,
         suffix=context.suffix,

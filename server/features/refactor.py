@@ -52,6 +52,7 @@ from server.completion.context import (
 )
 from server.completion.cursor import analyse, parse
 from server.completion.prompt import TEMPLATES
+from server.completion.secrets import mask_secrets
 
 Count = Callable[[str], int]
 
@@ -405,7 +406,7 @@ def gather_snippets(
     budget = Budget(total=cap, suffix_share=0.0, cross_file_share=1.0, prefix_step_lines=1)
     context = build_context("", "", snippets.values(), budget, count)
     ranked = sorted(context.snippets, key=lambda s: -s.score)
-    return [(snippet.path, snippet.text) for snippet in ranked]
+    return [(snippet.path, mask_secrets(snippet.text)) for snippet in ranked]
 
 
 def _task(

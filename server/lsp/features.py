@@ -274,6 +274,8 @@ async def _refactor(
     language = language_of(document)
     if language is None:
         raise _failed(ls, "cannot refactor a document of an unknown language")
+    if private := ls.private_reason(document.uri):
+        raise _failed(ls, f"not sending this document to the model: {private}")
     settings = ls.settings.refactor
     text, version = document.source, document.version
     place = place_of(ls, document)

@@ -151,6 +151,7 @@ def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
+    ls.private.pop(params.text_document.uri, None)
     ls.shown.forget(params.text_document.uri)
     ls.stop_following(params.text_document.uri)
     ls.semantic_tokens.forget(params.text_document.uri)
@@ -166,6 +167,7 @@ def did_change_watched_files(
 ) -> None:
     paths = [uri_to_path(change.uri) for change in params.changes]
     ls.sync.disk_changed([path for path in paths if path is not None])
+    ls.private.clear()  # an ignore file may have changed
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())

@@ -43,6 +43,7 @@ from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp.local_backend import LocalBackend
 from server.lsp.logs import configure_logging
 from server.lsp.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
+from server.workspace.privacy import private_reason
 from server.workspace.project import ProjectCache
 from server.workspace.sync import WorkspaceSync
 
@@ -75,6 +76,8 @@ class HeadstartServer(LanguageServer):
         """Per document, the one speculative job: the stream kept going after a one-line
         suggestion, or the request for the suggestion after a block."""
         self.skipped_documents: set[str] = set()
+        self.private: dict[str, str | None] = {}
+        """Per open document, why it must stay out of prompts (None: it may go)."""
         self.shutdown_requested = False
         self.project = ProjectCache()
         self.sync = WorkspaceSync(self.project)
@@ -317,11 +320,20 @@ class HeadstartServer(LanguageServer):
         if language is not None:
             self.trees.tree(document.uri, document.source, language)
 
+    def private_reason(self, uri: str) -> str | None:
+        """Why the document must never reach the model (server.workspace.privacy)."""
+        if uri not in self.private:
+            path = uri_to_path(uri)
+            self.private[uri] = private_reason(path, self.workspace_roots()) if path else None
+        return self.private[uri]
+
     def _unsuitable(self, document: TextDocument) -> bool:
-        """Huge or binary documents get no completions, with one log line each."""
+        """Private, huge or binary documents get no completions, with one log line each."""
         source = document.source
         reason = None
-        if len(source) > self.settings.completion.max_file_bytes:
+        if private := self.private_reason(document.uri):
+            reason = f"it stays private: {private}"
+        elif len(source) > self.settings.completion.max_file_bytes:
             reason = f"larger than {self.settings.completion.max_file_bytes} characters"
         elif "\x00" in source[:8192]:
             reason = "binary content (NUL bytes)"
