@@ -168,15 +168,21 @@ async def test_pulled_workspace_configuration_switches_the_backend(
 
 
 async def test_the_api_key_from_the_environment_is_sent_as_a_bearer_token(
-    keyed: LanguageClient, workspace: Path
+    keyed: LanguageClient, workspace: Path, tmp_path: Path
 ) -> None:
+    """...and never logged, not even at debug level, in the editor's log or the file."""
+    log_file = tmp_path / "server.log"
     with FakeBackend(api_key="s3cret", default_text="ok\n") as secured:
-        await start_session(keyed, "vscode", workspace, fast_settings(secured.url))
+        settings = fast_settings(secured.url)
+        settings["log"] = {"level": "debug", "file": str(log_file)}
+        await start_session(keyed, "vscode", workspace, settings)
         text, position = cursor_at("x = █\n")
         uri = open_document(keyed, workspace / "key.py", text)
         assert await suggestion(keyed, uri, position) == "ok"
         assert secured.events()[-1]["headers"]["authorization"] == "Bearer s3cret"
         assert "s3cret" not in logs(keyed)
+        assert "inline completion" in log_file.read_text()
+        assert "s3cret" not in log_file.read_text()
 
 
 async def test_a_wrong_api_key_gives_an_empty_result_and_a_clear_log_line(
