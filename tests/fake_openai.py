@@ -3,10 +3,12 @@
 
 Why a real HTTP server in its own process: the language server under test talks to vLLM
 over HTTP with streaming, cancellation and retries, and the behaviours worth testing
-(a stream that stalls, a TCP connection that is reset mid-stream, a client that hangs up)
-only exist on a real socket.  The server is written on asyncio streams with hand-written
-HTTP/1.1 so that it can do things a framework would refuse to do (reset a connection with
-RST, send broken SSE) and so that it needs nothing beyond the standard library.
+(a stream that stalls, a TCP connection that is reset mid-stream, a client that hangs up,
+a stream that never ends, a 100 MB event, bytes that are not UTF-8, a proxy's HTML page
+sent as a 200 stream) only exist on a real socket.  The server is written on asyncio
+streams with hand-written HTTP/1.1 so that it can do things a framework would refuse to
+do (reset a connection with RST, send broken SSE) and so that it needs nothing beyond the
+standard library.
 
 Run it with ``python tests/fake_openai.py --port 0``; it prints exactly one line to stdout,
 ``listening on 127.0.0.1:PORT``, and logs only to stderr.  Tests normally use the
@@ -55,8 +57,14 @@ BEHAVIOURS = frozenset(
         "bad_json_body",
         "corrupt",
         "empty",
+        "endless",
+        "huge_line",
+        "bad_utf8",
+        "html_200",
     }
 )
+HUGE_LINE_BYTES = 100 * 1024 * 1024
+"""'huge_line': an event this long that never ends (a backend gone mad)."""
 CORRUPT_TEXT = "\ufffd\x00\ufffd"
 PROMPT_PIECE = 4  # characters per prompt "token" in prompt_token_ids
 STALL_CAP_S = 120.0  # a plain "stall" gives up after this long, so no test can hang forever
@@ -965,6 +973,31 @@ class Completion:
                 return False
             event.close("server")
             return await self.sse(BAD_BODY) and await self.conn.write(b"0\r\n\r\n")
+        if rule.behaviour == "html_200":  # a proxy's error page, sent as a 200 stream
+            event.close("server")
+            page = b"<!DOCTYPE html>\n<html><body>502 Bad Gateway</body></html>\n"
+            return await self.sse(page) and await self.conn.write(b"0\r\n\r\n")
+        if rule.behaviour == "huge_line":  # one event that never ends, in 1 MB pieces
+            if not await self.sse(b'data: {"choices": [{"index": 0, "text": "'):
+                return False
+            piece = b"x" * (1 << 20)
+            for _ in range(HUGE_LINE_BYTES >> 20):
+                if not await self.sse(piece):
+                    return False
+            return await self.stall()
+        if rule.behaviour == "bad_utf8":
+            choice = b'{"choices": [{"index": 0, "text": "ok \xff\xfe", "finish_reason": null}]}'
+            if not await self.sse(b"data: " + choice + b"\n\n"):
+                return False
+            return await self.stall()
+        if rule.behaviour == "endless":  # the rule's chunks again and again, never [DONE]
+            while True:
+                for chunk in self.chunks or ["x"]:
+                    if await self.watch.sleep(rule.chunk_delay_ms / 1000):
+                        return False
+                    if not await self.data(self.envelope([self.choice(chunk, None)])):
+                        return False
+                    event.chunks_sent += 1
         if rule.behaviour == "empty":  # [DONE] after the delay, and no event before it
             if await self.watch.sleep(rule.first_delay_ms / 1000):
                 return False

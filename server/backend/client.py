@@ -273,7 +273,7 @@ class CompletionBackend:
                         f"backend answered HTTP {response.status_code}: {detail}",
                         response.status_code,
                     )
-                lines = response.aiter_lines()
+                lines = _sse_lines(response)
                 while True:
                     try:
                         async with asyncio.timeout(deadline):
@@ -321,6 +321,28 @@ class CompletionBackend:
             return response.json()
         except ValueError:
             raise BackendProtocolError(f"{path} did not answer JSON") from None
+
+
+MAX_EVENT_BYTES = 1 << 20
+"""The longest SSE line read: a completion event is a few hundred bytes, so a longer one
+is a backend gone wrong, and reading it to its end could take all the memory there is."""
+
+
+async def _sse_lines(response: httpx.Response) -> AsyncGenerator[str]:
+    """The body's lines (as httpx's `aiter_lines`, undecodable bytes replaced), each at
+    most MAX_EVENT_BYTES long."""
+    pending = b""
+    async for piece in response.aiter_bytes():
+        pending += piece
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+        if len(pending) > MAX_EVENT_BYTES:
+            raise BackendProtocolError(
+                f"an event longer than {MAX_EVENT_BYTES >> 20} MB: not a completion stream"
+            )
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", "replace")
 
 
 def key_may_travel(url: str) -> bool:
