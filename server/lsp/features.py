@@ -424,13 +424,29 @@ def client_legend(capabilities: types.ClientCapabilities) -> Legend:
     return Legend.for_client(tokens.token_types, tokens.token_modifiers)
 
 
+TOKENS_SKIPPED = "tokens:"
+"""`skipped_documents` key prefix of a document logged as too large for tokens."""
+SEMANTIC_TOKENS_MAX_CHARS = 500_000
+"""Larger documents get no semantic tokens: they cost about 2 µs a character (a 6 MB
+file took 12 s), time the server's other requests would wait."""
+
+
 async def _tokens(ls: HeadstartServer, uri: str) -> tuple[TextDocument, list[Token] | None]:
-    """The document's tokens (None: a language without them). What the project says about
-    its imported names is resolved here, on the event loop; the parse and the walk run in
-    a worker thread."""
+    """The document's tokens (None: a language without them, or a document too large).
+    What the project says about its imported names is resolved here, on the event loop;
+    the parse and the walk run in a worker thread."""
     document = document_of(ls, uri)
     language = language_of(document)
     if language not in SUPPORTED_LANGUAGES:
+        return document, None
+    if len(document.source) > SEMANTIC_TOKENS_MAX_CHARS:
+        if TOKENS_SKIPPED + document.uri not in ls.skipped_documents:
+            ls.skipped_documents.add(TOKENS_SKIPPED + document.uri)
+            log.info(
+                "no semantic tokens for %s: larger than %d characters",
+                document.uri,
+                SEMANTIC_TOKENS_MAX_CHARS,
+            )
         return document, None
     assert language is not None
     text = document.source

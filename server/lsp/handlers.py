@@ -151,6 +151,7 @@ def did_save(ls: HeadstartServer, params: types.DidSaveTextDocumentParams) -> No
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.skipped_documents.discard(params.text_document.uri)
+    ls.skipped_documents.discard(features.TOKENS_SKIPPED + params.text_document.uri)
     ls.private.pop(params.text_document.uri, None)
     ls.shown.forget(params.text_document.uri)
     ls.stop_following(params.text_document.uri)
