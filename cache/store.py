@@ -451,12 +451,16 @@ class ProjectStore:
     ) -> None:
         self.close()
 
+    def _make_parents(self) -> None:
+        """The cache root and its projects folder, private; what is above them, as usual."""
+        cache_root = self._path.parent.parent
+        cache_root.parent.mkdir(parents=True, exist_ok=True)
+        _make_private_dir(cache_root)
+        _make_private_dir(self._path.parent)
+
     def _open(self) -> diskcache.Cache | None:
         try:
-            cache_root = self._path.parent.parent
-            cache_root.parent.mkdir(parents=True, exist_ok=True)
-            _make_private_dir(cache_root)
-            _make_private_dir(self._path.parent)
+            self._make_parents()
         except OSError as error:
             log.warning(
                 "Cannot create the project cache directory %s (%s); nothing is cached",
@@ -510,6 +514,7 @@ class ProjectStore:
         fresh = None
         try:
             _discard(self._path)
+            self._make_parents()  # the whole cache folder may have been deleted
             _make_private_dir(self._path)
             fresh = self._connect()
             problem = self._claim(fresh)
