@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -141,9 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     return backend_command(args)
 
 
+PRIVATE_UMASK = 0o077
+"""What the server and the indexer write (the project cache, logs, request traces) holds
+the user's code: readable by the user alone."""
+
+
 def serve_lsp(tcp: str | None) -> int:
     from server.lsp.handlers import server
 
+    os.umask(PRIVATE_UMASK)
     server.configure_logging()
     if tcp:
         host, _, port = tcp.rpartition(":")
@@ -160,6 +167,8 @@ def serve_lsp(tcp: str | None) -> int:
 def index_folder(root: Path, cache_dir: Path | None) -> int:
     """Cold or warm index of `root`, with a progress bar and a summary (on stderr/stdout)."""
     from cache.index import ProjectIndex
+
+    os.umask(PRIVATE_UMASK)
 
     if not root.is_dir():
         print(f"{root} is not a folder", file=sys.stderr)

@@ -76,3 +76,22 @@ async def test_the_cache_folder_lost_while_running_leaves_completion_working(
     finally:
         for folder, _, _ in os.walk(cache):
             os.chmod(folder, stat.S_IRWXU)
+
+
+async def test_what_the_server_writes_is_readable_by_the_user_alone(
+    own_cache: LanguageClient, fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    log_file, trace = tmp_path / "server.log", tmp_path / "requests.jsonl"
+    settings = fast_settings(fake.url)
+    settings["log"] = {"file": str(log_file), "requestTrace": str(trace)}
+    await start_session(own_cache, "vscode", workspace, settings)
+    await wait_for_log(own_cache, "indexed ", timeout=10)
+    text, position = cursor_at("x = █\n")
+    uri = open_document(own_cache, workspace / "private.py", text)
+    await suggestion(own_cache, uri, position)
+
+    written = [log_file, trace, *(CACHE / "projects").rglob("*")]
+    assert len(written) > 3
+    for path in written:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o077 == 0, f"{path} is {oct(mode)}"
