@@ -1145,13 +1145,14 @@ class FakeBackend:
         default_text: str | None = None,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 10.0,
+        host: str = "127.0.0.1",
     ) -> None:
         self.model = model
         self.api_key = api_key
         self.default_text = default_text
         self.extra_args = list(extra_args)
         self.startup_timeout = startup_timeout
-        self.host = "127.0.0.1"
+        self.host = host
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         # A temporary file, not a pipe: a pipe nobody reads could fill up and block the server.

@@ -4,11 +4,22 @@ with suggestions streamed from the fake model over real HTTP/SSE."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from pathlib import Path
 
+import pytest
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, inline_items, logs, open_document, suggestion, wait_for_shown
+from lsp_helpers import (
+    cursor_at,
+    inline_items,
+    logs,
+    open_document,
+    suggestion,
+    wait_for_log,
+    wait_for_shown,
+)
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -183,6 +194,30 @@ async def test_the_api_key_from_the_environment_is_sent_as_a_bearer_token(
         assert "s3cret" not in logs(keyed)
         assert "inline completion" in log_file.read_text()
         assert "s3cret" not in log_file.read_text()
+
+
+def non_loopback_address() -> str | None:
+    """An IPv4 address of this machine other than loopback, or None."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: only a route is chosen
+        address = str(probe.getsockname()[0])
+        return None if address.startswith("127.") else address
+    return None
+
+
+async def test_the_api_key_never_goes_to_a_remote_backend_over_plain_http(
+    keyed: LanguageClient, workspace: Path
+) -> None:
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no address other than loopback")
+    with FakeBackend(default_text="ok\n", host=address) as remote:
+        await start_session(keyed, "vscode", workspace, fast_settings(remote.url))
+        text, position = cursor_at("x = █\n")
+        uri = open_document(keyed, workspace / "remote.py", text)
+        assert await suggestion(keyed, uri, position) == "ok"
+        assert "authorization" not in remote.events()[-1]["headers"]
+        await wait_for_log(keyed, f"not sending the API key to {remote.url}")
 
 
 async def test_a_wrong_api_key_gives_an_empty_result_and_a_clear_log_line(
