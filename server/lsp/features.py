@@ -123,6 +123,8 @@ async def code_actions(
     every cursor move: the document's tree is re-parsed incrementally, off the event loop."""
     document = document_of(ls, params.text_document.uri)
     start, end = offsets(document, params.range)
+    if ls.unsuitable(document):  # private, huge or binary: no model call is ever made for it
+        return []
     only = params.context.only
     capability = ls.client_capabilities.text_document
     code_action = capability.code_action if capability else None

@@ -278,7 +278,7 @@ class HeadstartServer(LanguageServer):
             raise JsonRpcInvalidParams(f"document {uri} is not open (send didOpen first)")
         if not self.settings.completion.enabled_for(document.language_id or ""):
             return None
-        if self._unsuitable(document):
+        if self.unsuitable(document):
             return None
         offset = checked_offset(document, position)
         path = uri_to_path(uri)
@@ -311,7 +311,7 @@ class HeadstartServer(LanguageServer):
         edit, a completion anywhere in it reads this tree instead of parsing its window
         (`DocumentTrees.current`); semantic tokens and code actions keep it current."""
         document = self.workspace.text_documents.get(unquote(uri))
-        if document is None or self._unsuitable(document):
+        if document is None or self.unsuitable(document):
             return
         path = uri_to_path(uri)
         language = from_language_id(document.language_id or "")
@@ -327,7 +327,7 @@ class HeadstartServer(LanguageServer):
             self.private[uri] = private_reason(path, self.workspace_roots()) if path else None
         return self.private[uri]
 
-    def _unsuitable(self, document: TextDocument) -> bool:
+    def unsuitable(self, document: TextDocument) -> bool:
         """Private, huge or binary documents get no completions, with one log line each."""
         source = document.source
         reason = None
