@@ -8,6 +8,8 @@ nothing) and sends no reply, so the client waits forever for the request's resul
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from cattrs import transform_error
@@ -15,6 +17,7 @@ from cattrs.errors import ClassValidationError
 from cattrs.v import format_exception
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import MsgId
 
 STATUS = "$/headstart/status"
 """Whether the backend answered, for editors' status bars (the VS Code extension's)."""
@@ -38,7 +41,27 @@ def _wire_path(problem: str) -> str:
 
 class HeadstartProtocol(LanguageServerProtocol):
     """Replies -32602, naming each bad field, to a request that cannot be deserialised;
-    the error raised on (logged, and shown by pygls) names them too."""
+    the error raised on (logged, and shown by pygls) names them too. And forgets each
+    notification once handled (`_execute_handler`)."""
+
+    def _execute_handler(
+        self,
+        msg_id: MsgId,
+        handler: Callable[..., Any],
+        callback: Callable[[Future[Any]], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls keeps the future of every notification handled by a coroutine, a thread or
+        a generator (its own didOpen and didChange wrappers are generators) in
+        `_request_futures`, under an id no client knows, for ever: about a kilobyte a
+        keystroke, a megabyte a minute of typing. Drop it once it is done."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if callback != self._check_handler_result:  # a request: pygls forgets it itself
+            return
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
