@@ -125,8 +125,9 @@ async def test_a_fuzzed_session_keeps_the_documents_text_and_the_server_answerin
         types.TEXT_DOCUMENT_INLINE_COMPLETION, session.inline(position_at_end(model))
     )
     if "\x00" not in text and len(text) <= MAX_FILE_BYTES:  # never sent: binary or too big
-        (event,) = fake.events()
-        assert text in event["prompt"], (text, event["prompt"][-300:])
+        # (a retry of an earlier request may still arrive after the reset)
+        prompts = [str(event["prompt"]) for event in fake.events()]
+        assert any(text in prompt for prompt in prompts), (text, [p[-300:] for p in prompts])
     assert "Traceback" not in logs(client)
 
 
