@@ -36,3 +36,29 @@ async def test_handled_notifications_leave_no_future_behind() -> None:
 
     assert len(handled) == 300
     assert ls.protocol._request_futures == {}
+
+
+async def test_shutdown_cancels_notifications_still_running() -> None:
+    """pygls's shutdown cancels pending futures while iterating them: forgetting one then
+    must wait for the loop (a CI run saw "dictionary changed size during iteration")."""
+    ls = LanguageServer("probe", "0", protocol_cls=HeadstartProtocol)
+    never = asyncio.Event()
+
+    async def slow(params: Any) -> None:
+        await never.wait()
+
+    @ls.feature("probe/slow")
+    def slow_behind_a_generator(params: Any) -> Iterator[Any]:
+        """As pygls's own didChangeConfiguration wrapper runs a coroutine handler: the
+        generator's future is a concurrent one, whose cancel runs its callbacks at once."""
+        yield slow, (params,), None
+
+    for _ in range(3):
+        ls.protocol._handle_notification("probe/slow", None)
+    await asyncio.sleep(0.01)
+    assert ls.protocol._request_futures  # still running
+
+    list(ls.protocol.lsp_shutdown())  # pygls's own shutdown, as a request runs it
+    await asyncio.sleep(0.05)
+
+    assert ls.protocol._request_futures == {}

@@ -7,9 +7,12 @@ nothing) and sends no reply, so the client waits forever for the request's resul
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from cattrs import transform_error
@@ -53,15 +56,24 @@ class HeadstartProtocol(LanguageServerProtocol):
         kwargs: dict[str, Any] | None = None,
     ) -> None:
         """pygls keeps the future of every notification handled by a coroutine, a thread or
-        a generator (its own didOpen and didChange wrappers are generators) in
-        `_request_futures`, under an id no client knows, for ever: about a kilobyte a
-        keystroke, a megabyte a minute of typing. Drop it once it is done."""
+        a generator (its own didOpen and didChange wrappers are generators), and of every
+        step a generator hands to another handler, in `_request_futures`, under an id no
+        client knows, for ever: about a kilobyte a keystroke, a megabyte a minute of
+        typing. Drop each once it is done."""
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
-        if callback != self._check_handler_result:  # a request: pygls forgets it itself
-            return
+        if isinstance(callback, partial) and callback.func == self._send_handler_result:
+            return  # a client's request: pygls forgets it itself when it replies
         future = self._request_futures.get(msg_id)
-        if future is not None:
-            future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
+        if future is None:
+            return
+        loop = asyncio.get_running_loop()
+
+        def forget(_: object) -> None:
+            # later, on the loop: `shutdown` cancels these futures while iterating the dict
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._request_futures.pop, msg_id, None)
+
+        future.add_done_callback(forget)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
