@@ -13,7 +13,8 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 Record = dict[str, Any]
@@ -76,3 +77,10 @@ class Driver:
         flusher.cancel()
         sys.stdout.write("\n".join([*self.out, json.dumps({"stopped": True})]) + "\n")
         sys.stdout.flush()
+
+
+def main(make: Callable[[dict[str, Any]], Driver], argv: list[str]) -> int:
+    """`python -m <driver module> CONFIG.json`: the driver made from the config, served."""
+    config = json.loads(Path(argv[0]).read_text())
+    asyncio.run(make(config).serve())
+    return 0

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from server.backend.trace import read_trace
+from server.bench import driver
 from server.bench.driver import Driver, Record
 from server.bench.sse_post import Connections, ProtocolError, post
 
@@ -281,11 +282,5 @@ def _allow_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def main(argv: list[str]) -> int:
-    config = json.loads(Path(argv[0]).read_text())
-    asyncio.run(ReplayDriver(config).serve())
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(driver.main(ReplayDriver, sys.argv[1:]))

@@ -10,13 +10,12 @@ asks its server to report the backend requests, and "trace" to trace them to tha
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from server.bench import driver
 from server.bench.driver import Driver
 from server.bench.typing_sessions import TypingSession, TypingSpeed, lines_worth_typing
 from server.bench.user import SimulatedUser
@@ -45,11 +44,5 @@ class Worker(Driver):
         self.start(number, simulated.run(self.stop))
 
 
-def main(argv: list[str]) -> int:
-    config = json.loads(Path(argv[0]).read_text())
-    asyncio.run(Worker(config).serve())
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(driver.main(Worker, sys.argv[1:]))
