@@ -10,8 +10,9 @@
 # Then here: `headstart bench plot <files_at>/real15/results.json`.
 # Env: ENDPOINT (http://127.0.0.1:8000/v1), NAME (bench), USERS (1,10,50,100,200,400),
 #   STEP (30 s measured a step), WARMUP (5 s), REPO (rich-15.0.0: the package typed, from
-#   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts); and
-#   gpu_common.sh's.
+#   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts), BENCH_ARGS
+#   (more options of `headstart bench run`, e.g. `--record ~/traces` or `--replay ~/traces
+#   --replay-users 100,300`); and gpu_common.sh's.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 name=${NAME:-bench}
@@ -31,7 +32,7 @@ nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 "$py" -m server bench run "$workspace" --backend-url "$endpoint" \
   --users "${USERS:-1,10,50,100,200,400}" --step-seconds "${STEP:-30}" \
   --warmup-seconds "${WARMUP:-5}" --floor-prompts "${FLOOR:-200}" \
-  --settings "$settings" --out "$out" | tee "$out/table.txt"
+  --settings "$settings" --out "$out" ${BENCH_ARGS:-} | tee "$out/table.txt"
 status=${PIPESTATUS[0]}
 curl -s "${endpoint%/v1}/metrics" > "$out/vllm_metrics.txt"
 step "done (exit $status)"

@@ -171,6 +171,13 @@ class CompletionSettings(_Section):
     reuse_typed_suggestions: bool = Field(
         True, description="Answer typing that follows a shown suggestion with its rest."
     )
+    join_in_flight: bool = Field(
+        True,
+        description="A keystroke that only types on at the cursor of a model request still "
+        "running waits for that request and shows the rest of its suggestion if the typed "
+        "characters start it, instead of cancelling it and sending a request of its own "
+        "(needs `reuseTypedSuggestions`).",
+    )
     continue_in_background: bool = Field(
         True,
         description="After a one-line suggestion, keep its stream to the end of the block "

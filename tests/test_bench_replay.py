@@ -93,7 +93,10 @@ def test_a_recorded_editor_is_replayed_request_for_request(
     slow_lines = [{**rule, "chunk_delay_ms": 40} for rule in line_rules(root)]
     fake.script(slow_lines)
     traces = tmp_path / "traces"
-    settings = {"backend": {"chunkGapMs": 2000}, "completion": {"prefetch": False}}
+    settings = {
+        "backend": {"chunkGapMs": 2000},
+        "completion": {"prefetch": False, "joinInFlight": False},  # keys supersede requests
+    }
     recorded_run = run_bench(
         "run", str(root), "--backend-url", fake.url, "--users", "1", "--step-seconds", "5",
         "--warmup-seconds", "1", "--floor-prompts", "0", "--record", str(traces),

@@ -17,7 +17,7 @@ import pytest
 from fake_openai import FakeBackend
 
 from server.backend.client import CompletionBackend
-from server.completion.request import MAX_CANCELS, Completer, CursorContext, LatestOnly
+from server.completion.request import MAX_CANCELS, Completer, CursorContext, Joined, LatestOnly
 from server.config import BackendSettings, CompletionSettings
 
 LINES = "".join(f"total_{n} = compute(items, {n})\n" for n in range(60))
@@ -188,3 +188,55 @@ async def test_a_job_that_ignores_every_cancel_is_left_with_an_error_not_retried
     assert any("ignored" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
     release.set()
     assert await asyncio.wait_for(jobs[0], 1) == "done"  # still running until it chose to end
+
+
+async def test_a_joiner_gets_the_end_of_the_running_job_and_keeps_it_alive() -> None:
+    """A caller cancelled leaves its job running for `linger_s`; a joiner that came in
+    that time keeps it running to its end; a job nobody joins is cancelled."""
+    latest = LatestOnly()
+    release = asyncio.Event()
+
+    async def job() -> str:
+        await release.wait()
+        return "done"
+
+    owner = asyncio.create_task(latest.run("a.py", job(), tag="x = ", linger_s=0.2))
+    await asyncio.sleep(0.01)
+    owner.cancel()
+    joiner = asyncio.create_task(latest.join("a.py", lambda tag: tag == "x = ", 5.0, 0.2))
+    await asyncio.sleep(0.4)  # past the linger: the joiner still waits, so the job runs
+    release.set()
+    assert await asyncio.wait_for(joiner, 2) is Joined.ENDED
+
+    stopped = asyncio.Event()
+
+    async def endless() -> None:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            stopped.set()
+
+    alone = asyncio.create_task(latest.run("b.py", endless(), linger_s=1.0))
+    await asyncio.sleep(0.01)
+    alone.cancel()
+    await asyncio.sleep(0.05)
+    assert not stopped.is_set()  # lingering
+    await asyncio.wait_for(stopped.wait(), 5)  # nobody joined: cancelled
+
+
+async def test_a_join_is_declined_timed_out_or_overtaken() -> None:
+    latest = LatestOnly()
+    owner = asyncio.create_task(latest.run("a.py", asyncio.sleep(30), tag="x = "))
+    await asyncio.sleep(0.01)
+
+    assert await latest.join("a.py", lambda tag: tag == "y = ", 5.0) is Joined.NONE
+    assert await latest.join("other.py", lambda tag: True, 5.0) is Joined.NONE
+    assert await latest.join("a.py", lambda tag: True, 0.05) is Joined.NONE  # ran out
+    older = asyncio.create_task(latest.join("a.py", lambda tag: True, 5.0))
+    await asyncio.sleep(0.01)
+    newer = asyncio.create_task(latest.join("a.py", lambda tag: True, 0.05))
+    assert await newer is Joined.NONE
+    assert not older.done()  # a newer joiner does not end the older one's wait...
+    latest.cancel("a.py")
+    assert await asyncio.wait_for(older, 2) is Joined.SUPERSEDED  # ...but it has lost
+    assert await asyncio.gather(owner) == [None]

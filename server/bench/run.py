@@ -531,7 +531,8 @@ def report(results: dict[str, Any]) -> str:
         f"{results['machine']['cpus']} CPUs; {results['stepSeconds']:.0f} s a step; "
         f"{results['workers']} driver processes",
         f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "
-        f"{'model p50':>9} {'p99':>7} {'cache':>6} {'prefix':>7} {'gen tok/s':>9} "
+        f"{'model p50':>9} {'p99':>7} {'cache':>6} {'joined':>6} {'prefix':>7} {'POST/s':>6} "
+        f"{'gen tok/s':>9} "
         f"{'vLLM TTFT p50':>13} {'unfin.':>6} {'API ms/req':>10} {'lag p99':>8} {'load':>5}",
     ]
     for step in results["steps"]:
@@ -544,7 +545,9 @@ def report(results: dict[str, Any]) -> str:
             f"{step['users']:>5} {step['keysPerS']:>7.1f} {answered:>8.1%} {_ms(k['p50'])} "
             f"{_ms(k['p99'])} {_ms(k['p999'])} {_ms(m['p50']):>9} {_ms(m['p99'])} "
             f"{_ratio(step['completionCacheHitRatio']):>6} "
+            f"{_ratio(step.get('joinedShare')):>6} "
             f"{_ratio(vllm.get('prefixCacheHitRatio')):>7} "
+            f"{vllm.get('postsPerS', 0):>6.1f} "
             f"{vllm.get('generationTokensPerS', 0):>9.0f} "
             f"{_ms((vllm.get('ttftMs') or {}).get('p50')):>13} "
             f"{_ratio(vllm.get('unfinishedShare')):>6} "

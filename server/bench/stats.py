@@ -73,6 +73,7 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
         "promptTokensPerS": counts["prompt_tokens"] / seconds,
         "generationTokensPerS": counts["generation_tokens"] / seconds,
         "requestsPerS": counts["requests"] / seconds,
+        "postsPerS": posts / seconds,
         "unfinishedShare": 1 - counts["requests"] / posts if posts else None,
         "apiServerCpuMsPerRequest": (
             counts["api_server_cpu_seconds"] * 1000 / posts if posts else None
@@ -113,6 +114,7 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
     keys = [r for r in records if "outcome" in r]
     answered = [r for r in keys if r["outcome"] == "answered" and "error" not in r]
     cached = [r for r in answered if r.get("cached")]
+    joined = [r for r in answered if r.get("joined")]
     model = [r for r in answered if not r.get("cached")]
     stages: dict[str, list[float]] = defaultdict(list)
     for record in model:
@@ -135,6 +137,7 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
         "accepted": sum(1 for r in records if "accepted" in r),
         "rightSuggestions": sum(1 for r in answered if r.get("right")),
         "completionCacheHitRatio": len(cached) / len(answered) if answered else None,
+        "joinedShare": len(joined) / len(answered) if answered else None,
         "backgroundPausedShare": (
             sum(1 for r in answered if r.get("background") == "paused") / len(answered)
             if answered

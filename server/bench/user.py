@@ -11,6 +11,7 @@ Each key gives one record (a plain dict, so it crosses processes as JSON):
     outcome  "answered" | "superseded" (the next key came first) | "error"
     ms       key sent to reply received (answered only)
     cached   the server's completion cache answered (no model request)
+    joined   answered by joining the model request of an earlier keystroke
     right    the suggestion is the real rest of the line
     timings  the server's stage timings (`$/headstart/completionReport`)
     request  the request sent to the backend (when the server reports requests)
@@ -139,6 +140,7 @@ class SimulatedUser:
         record["right"] = bool(rest) and text.split("\n")[0] == rest
         if report is not None:
             record["cached"] = bool(report.get("cached"))
+            record["joined"] = bool(report.get("joined"))
             record["serverMs"] = report.get("serverMs")
             record["timings"] = report.get("timingsMs")
             record["background"] = report.get("background")

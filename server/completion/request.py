@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -65,6 +66,18 @@ class CursorContext:
     builder: ContextBuilder = NO_PROJECT
     tree: Tree | None = None
     """The whole document's tree of `text`, where the server holds one for it."""
+
+
+def types_on(earlier: CursorContext, later: CursorContext) -> bool:
+    """Whether `later` is `earlier` with characters typed at its cursor and nothing else
+    changed: a suggestion made at `earlier` may still answer it (`SuggestionCache`)."""
+    start, end = earlier.offset, later.offset
+    return (
+        end > start
+        and len(later.text) - end == len(earlier.text) - start
+        and later.text[end:] == earlier.text[start:]
+        and later.text[:start] == earlier.text[:start]
+    )
 
 
 @dataclass(frozen=True)
@@ -435,6 +448,14 @@ def resume_policy(settings: BackendSettings) -> ResumePolicy:
     )
 
 
+class Joined(enum.Enum):
+    """How `LatestOnly.join` ended."""
+
+    NONE = "none"
+    ENDED = "ended"
+    SUPERSEDED = "superseded"
+
+
 MAX_CANCELS: Final = 30
 """How often `LatestOnly` cancels a job again (a second apart) before it gives up on it."""
 
@@ -443,40 +464,98 @@ class LatestOnly:
     """Runs at most one job per key: a newer job cancels the older one's work.
 
     A caller that is cancelled ($/cancelRequest) is answered at once, without waiting for
-    its job. The job is cancelled behind it, and cancelled again every `retry_s` seconds
-    until it ends, with a warning that says where it waits: a library that swallows a
-    CancelledError must neither hold the editor's reply nor keep a model stream open.
+    its job. The job is cancelled behind it (after `linger_s`, if the caller asked, in
+    which a later caller may `join` it instead), and cancelled again every `retry_s`
+    seconds until it ends, with a warning that says where it waits: a library that
+    swallows a CancelledError must neither hold the editor's reply nor keep a model
+    stream open.
     """
 
     def __init__(self, retry_s: float = 1.0) -> None:
         self.retry_s = retry_s
-        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._running: dict[str, tuple[asyncio.Task[Any], Any]] = {}
+        self._waiters: dict[asyncio.Task[Any], int] = {}
+        self._calls: dict[str, int] = {}
+        """Calls of `run` and `join` per key: a joiner that a newer call overtook gives up."""
         self._stopping: dict[asyncio.Task[Any], asyncio.Task[None]] = {}
 
-    async def run(self, key: str, job: Awaitable[T]) -> T | None:
-        """The job's result, or None if a newer job for the same key superseded it."""
+    async def run(
+        self, key: str, job: Awaitable[T], tag: Any = None, linger_s: float = 0.0
+    ) -> T | None:
+        """The job's result, or None if a newer job for the same key superseded it.
+        `tag` describes the job to later callers of `join`; once no caller waits for it,
+        the job goes on for `linger_s` seconds before it is cancelled."""
         self.cancel(key)
+        self._calls[key] = self._calls.get(key, 0) + 1
         task: asyncio.Task[T] = asyncio.ensure_future(job)
-        self._running[key] = task
-        try:
-            await asyncio.wait({task})  # unlike `await task`, our own cancel ends this at once
-        except asyncio.CancelledError:
-            self._stop(task)
-            raise
-        finally:
-            if self._running.get(key) is task:
+        self._running[key] = (task, tag)
+
+        def ended(_: asyncio.Task[T]) -> None:
+            if self._running.get(key, (None,))[0] is task:
                 del self._running[key]
+
+        task.add_done_callback(ended)
+        await self._wait(task, linger_s)
         return None if task.cancelled() else task.result()
+
+    async def join(
+        self, key: str, wanted: Callable[[Any], bool], wait_s: float, linger_s: float = 0.0
+    ) -> Joined:
+        """Wait up to `wait_s` for the job running for `key` to end, if `wanted(its tag)`.
+        SUPERSEDED if a newer call for `key` (run or join) came meanwhile, or a newer job
+        or `cancel` ended the job; ENDED when it ended; NONE when there was nothing to
+        join, or the wait ran out (the job goes on, for the caller's own `run` to cancel)."""
+        call = self._calls[key] = self._calls.get(key, 0) + 1
+        running = self._running.get(key)
+        if running is None or running[0].done() or not wanted(running[1]):
+            return Joined.NONE
+        task = running[0]
+        await self._wait(task, linger_s, wait_s)
+        if self._calls.get(key) != call or task.cancelled():
+            return Joined.SUPERSEDED
+        return Joined.ENDED if task.done() else Joined.NONE
+
+    async def _wait(
+        self, task: asyncio.Task[Any], linger_s: float, wait_s: float | None = None
+    ) -> None:
+        """Wait for `task` to end (up to `wait_s`); the last waiter to leave early because
+        it was cancelled stops it, at once or after `linger_s`."""
+        self._waiters[task] = self._waiters.get(task, 0) + 1
+        try:
+            # unlike `await task`, our own cancel ends this at once
+            await asyncio.wait({task}, timeout=wait_s)
+        except asyncio.CancelledError:
+            self._leave(task, linger_s)
+            raise
+        else:
+            self._leave(task, None)
+
+    def _leave(self, task: asyncio.Task[Any], linger_s: float | None) -> None:
+        """One waiter less; the last one, cancelled, stops the job (`linger_s` later)."""
+        self._waiters[task] -= 1
+        if self._waiters[task]:
+            return
+        del self._waiters[task]
+        if task.done() or linger_s is None:
+            return
+        if linger_s > 0:
+            asyncio.get_running_loop().call_later(linger_s, self._stop_unwaited, task)
+        else:
+            self._stop(task)
+
+    def _stop_unwaited(self, task: asyncio.Task[Any]) -> None:
+        if task not in self._waiters:
+            self._stop(task)
 
     def cancel(self, key: str) -> None:
         """Cancel the job running for `key`, as a newer one would."""
         older = self._running.get(key)
         if older is not None:
-            self._stop(older)
+            self._stop(older[0])
 
     async def cancel_all(self, wait_s: float = 5.0) -> None:
         """Cancel every job, and wait up to `wait_s` for them to end (at shutdown)."""
-        for task in list(self._running.values()):
+        for task, _ in list(self._running.values()):
             self._stop(task)
         if self._stopping:
             await asyncio.wait(set(self._stopping.values()), timeout=wait_s)

@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from cache.paths import uri_to_path
 from server import __version__
+from server.completion.request import Suggestion
 from server.config import SECTION, SettingsError, load_settings
 from server.features.refactor import ACTION_KINDS
 from server.features.semantic_tokens.legend import FULL_LEGEND
@@ -171,6 +172,14 @@ def did_change_watched_files(
     ls.private.clear()  # an ignore file may have changed
 
 
+def _served_from(suggestion: Suggestion) -> str:
+    if "cached" in suggestion.timings_ms:
+        return ", from the suggestion cache"
+    if "joined" in suggestion.timings_ms:
+        return ", from the running request it joined"
+    return ""
+
+
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
 async def inline_completion(
     ls: HeadstartServer, params: types.InlineCompletionParams
@@ -191,7 +200,7 @@ async def inline_completion(
         elapsed_ms,
         suggestion.mode.value,
         len(suggestion.text),
-        ", from the suggestion cache" if "cached" in suggestion.timings_ms else "",
+        _served_from(suggestion),
     )
     here = types.Range(start=params.position, end=params.position)
     return types.InlineCompletionList(

@@ -29,9 +29,11 @@ from server.backend.trace import RequestTrace
 from server.completion.request import (
     Completer,
     CursorContext,
+    Joined,
     LatestOnly,
     Suggestion,
     cut_for_cursor,
+    types_on,
 )
 from server.completion.stops import Mode
 from server.completion.suggestion_cache import SuggestionCache
@@ -48,6 +50,14 @@ from server.workspace.project import ProjectCache
 from server.workspace.sync import WorkspaceSync
 
 log = logging.getLogger(__name__)
+
+LINGER_S = 0.3
+"""How long a model request goes on after its editor cancelled it (with
+`completion.joinInFlight`): the next keystroke, which usually comes with the cancel, may
+join it. Typing runs at a key every ~180 ms."""
+JOIN_WAIT_S = 0.5
+"""How long a keystroke waits for the running request it joined before it sends its own
+(which cancels that one): a stalled backend must not hold every later keystroke."""
 
 
 class HeadstartServer(LanguageServer):
@@ -150,6 +160,7 @@ class HeadstartServer(LanguageServer):
                 "mode": suggestion.mode.value,
                 "chars": len(suggestion.text),
                 "cached": "cached" in suggestion.timings_ms,
+                "joined": "joined" in suggestion.timings_ms,
                 "timingsMs": suggestion.timings_ms,
                 "resumes": suggestion.resumes,
                 "error": suggestion.error,
@@ -346,35 +357,25 @@ class HeadstartServer(LanguageServer):
         """The suggestion at `ctx`, or None if completion is off or a newer request won."""
         if ctx is None or self.local.waiting():
             return None
-        reuse = self.settings.completion.reuse_typed_suggestions
-        if reuse:
-            started = time.perf_counter()
-            hit = self.shown.lookup(uri, ctx.text, ctx.offset)
-            if hit is not None:
-                self.latest.cancel(uri)
-                elapsed_ms = (time.perf_counter() - started) * 1000
-                log.debug(
-                    "%s: served from the suggestion cache (%d typed, %d left, %.3f ms)",
-                    uri,
-                    hit.typed,
-                    len(hit.rest),
-                    elapsed_ms,
-                )
-                rest = cut_for_cursor(hit.rest, ctx) if hit.meta is Mode.LINE else hit.rest
-                return Suggestion(text=rest, mode=hit.meta, timings_ms={"cached": elapsed_ms})
+        completion = self.completion()
+        reuse = completion.reuse_typed_suggestions
+        if reuse and (cached := self.from_shown(uri, ctx, "cached")) is not None:
+            self.latest.cancel(uri)
+            return cached
         self.stop_following(uri)
-        suggestion = await self.latest.run(uri, self.completer.complete(ctx, self.completion()))
-        if suggestion is not None:
-            self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
-            first_chunk_ms = suggestion.timings_ms.get("first_chunk")
-            if first_chunk_ms is not None and suggestion.error is None:
-                self.throttle.observe(first_chunk_ms)
-        if reuse and suggestion is not None and suggestion.error is None:
-            self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
-        if suggestion is not None and suggestion.more is not None:
-            self.follow(uri, ctx, suggestion.text, suggestion.more)
-        elif suggestion is not None and self.prefetches(suggestion):
-            self.prefetch(uri, ctx, suggestion.text)
+        join = reuse and completion.join_in_flight
+        if join:
+            started = time.perf_counter()
+            joined = await self.latest.join(
+                uri, lambda earlier: types_on(earlier, ctx), JOIN_WAIT_S, LINGER_S
+            )
+            if joined is Joined.SUPERSEDED:
+                return None  # a newer keystroke came while this one waited
+            if joined is Joined.ENDED and (answer := self.from_shown(uri, ctx, "joined", started)):
+                return answer
+        suggestion = await self.latest.run(
+            uri, self.from_model(uri, ctx, completion), tag=ctx, linger_s=LINGER_S if join else 0
+        )
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
             resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
@@ -386,6 +387,47 @@ class HeadstartServer(LanguageServer):
                 timings,
                 resumed,
             )
+        return suggestion
+
+    def from_shown(
+        self, uri: str, ctx: CursorContext, how: str, started: float | None = None
+    ) -> Suggestion | None:
+        """The rest of a suggestion shown here that the user is typing, if any: `how` names
+        the path in the timings (`cached`, or `joined` after waiting for a running request
+        since `started`)."""
+        looked = time.perf_counter()
+        hit = self.shown.lookup(uri, ctx.text, ctx.offset)
+        if hit is None:
+            return None
+        elapsed_ms = (time.perf_counter() - (started or looked)) * 1000
+        log.debug(
+            "%s: served from the %s (%d typed, %d left, %.3f ms)",
+            uri,
+            "suggestion cache" if how == "cached" else "running request it joined",
+            hit.typed,
+            len(hit.rest),
+            elapsed_ms,
+        )
+        rest = cut_for_cursor(hit.rest, ctx) if hit.meta is Mode.LINE else hit.rest
+        return Suggestion(text=rest, mode=hit.meta, timings_ms={how: elapsed_ms})
+
+    async def from_model(
+        self, uri: str, ctx: CursorContext, completion: CompletionSettings
+    ) -> Suggestion:
+        """A model request's suggestion, remembered for typing that follows (and for a
+        later keystroke that joins this request after its own editor request was
+        cancelled), then continued or prefetched in the background."""
+        suggestion = await self.completer.complete(ctx, completion)
+        self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
+        first_chunk_ms = suggestion.timings_ms.get("first_chunk")
+        if first_chunk_ms is not None and suggestion.error is None:
+            self.throttle.observe(first_chunk_ms)
+        if completion.reuse_typed_suggestions and suggestion.error is None:
+            self.shown.remember(uri, ctx.text, ctx.offset, suggestion.text, suggestion.mode)
+        if suggestion.more is not None:
+            self.follow(uri, ctx, suggestion.text, suggestion.more)
+        elif self.prefetches(suggestion):
+            self.prefetch(uri, ctx, suggestion.text)
         return suggestion
 
     def completion(self) -> CompletionSettings:
