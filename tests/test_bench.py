@@ -19,7 +19,13 @@ from bench_helpers import line_rules, make_project, run_bench
 from fake_openai import FakeBackend
 from lsprotocol import types
 
-from server.bench.stats import histogram_quantile, metrics_delta, parse_metrics, summarize
+from server.bench.stats import (
+    histogram_quantile,
+    metrics_delta,
+    parse_metrics,
+    step_metrics,
+    summarize,
+)
 from server.bench.typing_sessions import TypingSession, TypingSpeed, lines_worth_typing
 from server.bench.user import SimulatedUser
 
@@ -108,6 +114,11 @@ def test_vllm_metrics_are_differenced_over_a_step() -> None:
     assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}
     assert histogram_quantile({0.01: 5.0, 0.02: 10.0, math.inf: 10.0}, 50) == 10.0
     assert histogram_quantile({}, 50) is None
+    assert delta["postsPerS"] == pytest.approx(20.0)
+    unanswered = parse_metrics("")  # an overloaded API server timed the read out
+    assert step_metrics(before, unanswered, 10.0) is None  # not a negative delta
+    assert step_metrics(unanswered, before, 10.0) is None
+    assert step_metrics(before, parse_metrics(after_text), 10.0) == delta
 
 
 def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:

@@ -43,9 +43,9 @@ from server.backend.local_vllm import served_models
 from server.bench.replay import ReplayError, load_traces
 from server.bench.stats import (
     keystroke_latencies,
-    metrics_delta,
     parse_metrics,
     quantiles,
+    step_metrics,
     summarize,
     summarize_replay,
 )
@@ -372,11 +372,12 @@ class Bench:
             replayed = [r for r in self.replay_records if step.started <= r["t"] < step.ended]
             latencies = keystroke_latencies(records)
             assert step.metrics_before is not None and step.metrics_after is not None
-            vllm = (
-                metrics_delta(step.metrics_before, step.metrics_after, seconds)
-                if step.metrics_before["counters"] or step.metrics_after["counters"]
-                else None
-            )
+            vllm = step_metrics(step.metrics_before, step.metrics_after, seconds)
+            if vllm is None and (step.metrics_before["counters"] or step.metrics_after["counters"]):
+                self.warnings.append(
+                    f"step of {step.users} users: vLLM's /metrics did not answer at the step's "
+                    "start or end, so its figures are left out"
+                )
             results.append(
                 {
                     "users": step.users,

@@ -83,6 +83,16 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
     }
 
 
+def step_metrics(
+    before: dict[str, Any], after: dict[str, Any], seconds: float
+) -> dict[str, Any] | None:
+    """`metrics_delta` of a step, or None unless both reads of /metrics answered: an
+    overloaded API server may time out one, and a missing read is no zero."""
+    if not before["counters"] or not after["counters"]:
+        return None
+    return metrics_delta(before, after, seconds)
+
+
 def histogram_quantile(buckets: dict[float, float], q: float) -> float | None:
     """The upper edge (ms) of the cumulative bucket where the q-th percentile falls."""
     if not buckets:
