@@ -199,13 +199,16 @@ class Script:
     refuse_fields: tuple[str, ...] = ()
     """Request fields answered with 400, as a server that does not know them would
     (e.g. `priority` on a vLLM without priority scheduling)."""
+    serve_model: str | None = None
+    """The model served instead of the launch one, as a backend restarted with another
+    model: /v1/models lists it, and a completion naming any other model gets vLLM's 404."""
 
     @classmethod
     def from_json(cls, raw: object, fallback_text: str) -> Script:
         """Parse a POST /_script body; a missing default_text means the launch default."""
         if not isinstance(raw, dict):
             raise BadRequest("script must be an object {rules: [...], default_text: str}")
-        unknown = set(raw) - {"rules", "default_text", "refuse_fields"}
+        unknown = set(raw) - {"rules", "default_text", "refuse_fields", "serve_model"}
         if unknown:
             raise BadRequest(f"unknown script field(s) {sorted(unknown)}")
         rules = raw.get("rules", [])
@@ -219,7 +222,11 @@ class Script:
         refuse = raw.get("refuse_fields", [])
         if not isinstance(refuse, list) or not all(isinstance(f, str) for f in refuse):
             raise BadRequest("refuse_fields must be a list of strings")
-        return cls([Rule.from_json(r) for r in rules], default_text, tuple(refuse))
+        serve_model = raw.get("serve_model")
+        if not (serve_model is None or isinstance(serve_model, str)):
+            raise BadRequest("serve_model must be a string")
+        rules_parsed = [Rule.from_json(r) for r in rules]
+        return cls(rules_parsed, default_text, tuple(refuse), serve_model)
 
     def pick(self, prompt: str) -> tuple[int | None, Rule]:
         """First live rule whose ``match`` occurs in the prompt, else the default text."""
@@ -237,6 +244,7 @@ class Script:
             "rules": [r.to_json() for r in self.rules],
             "default_text": self.default_text,
             "refuse_fields": list(self.refuse_fields),
+            "serve_model": self.serve_model,
         }
 
 
@@ -722,11 +730,11 @@ class FakeServer:
         if not self.authorized(req):
             return await conn.send_json(401, openai_error("invalid API key", code=401))
         card = {
-            "id": self.model,
+            "id": self.script.serve_model or self.model,
             "object": "model",
             "created": int(time.time()),
             "owned_by": "vllm",  # as vLLM says it: token ids and stop_token_ids accepted
-            "root": self.model,
+            "root": self.script.serve_model or self.model,
             "max_model_len": MAX_MODEL_LEN,
         }
         return await conn.send_json(200, {"object": "list", "data": [card]})
@@ -813,6 +821,13 @@ class FakeServer:
             log.info("POST /v1/completions -> 400 (refused %s)", refused)
             message = f"Unrecognized request argument supplied: {refused[0]}"
             return await conn.send_json(400, openai_error(message))
+        served = self.script.serve_model
+        if served is not None and creq.model != served:
+            event.behaviour, event.status = "unknown_model", 404
+            event.close("server")
+            log.info("POST /v1/completions -> 404 (model %r; serving %r)", creq.model, served)
+            message = f"The model `{creq.model}` does not exist."
+            return await conn.send_json(404, openai_error(message, code=404))
         self.prefix_cache.query(prompt_token_ids(creq.match_text))
         index, rule = self.script.pick(creq.match_text)
         event.rule_index, event.behaviour = index, rule.behaviour
@@ -1292,14 +1307,17 @@ class FakeBackend:
         rules: Sequence[Mapping[str, Any]] = (),
         default_text: str | None = None,
         refuse_fields: Sequence[str] = (),
+        serve_model: str | None = None,
     ) -> None:
-        """Replace the rules (and the default text; None means the launch default), and
-        the request fields refused with 400."""
+        """Replace the rules (and the default text; None means the launch default), the
+        request fields refused with 400, and the model served (None: the launch one)."""
         body: dict[str, Any] = {"rules": [dict(r) for r in rules]}
         if default_text is not None:
             body["default_text"] = default_text
         if refuse_fields:
             body["refuse_fields"] = list(refuse_fields)
+        if serve_model is not None:
+            body["serve_model"] = serve_model
         self.call("POST", "/_script", body)
 
     def events(self) -> list[dict[str, Any]]:

@@ -45,3 +45,27 @@ async def test_a_misbehaving_backend_costs_bounded_time_and_the_next_request_wor
     text, position = cursor_at("fine = █\n")
     uri = open_document(fresh, workspace / "fine.py", text)
     assert await suggestion(fresh, uri, position) == "works()"
+
+
+async def test_a_backend_restarted_with_another_model_is_asked_again(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """A shared vLLM restarted with another model answers 404 for the one the server
+    learned at start; that keystroke fails with the backend's message, and the next asks
+    /v1/models again and gets the new model's suggestion (no server restart)."""
+    await start_session(fresh, "vscode", workspace, fast_settings(fake.url))
+    fake.script([], default_text="first()\n")
+    text, position = cursor_at("value = █\n")
+    uri = open_document(fresh, workspace / "swap.py", text)
+    assert await suggestion(fresh, uri, position) == "first()"
+
+    fake.script([], default_text="second()\n", serve_model="another-coder")
+    text, position = cursor_at("other = █\n")
+    uri = open_document(fresh, workspace / "swapped.py", text)
+    assert await inline_items(fresh, uri, position) == []
+    await wait_for_log(fresh, "no longer serves fake-coder")
+    assert await suggestion(fresh, uri, position) == "second()"
+
+    first, refused, answered = fake.events()
+    assert first["model"] == refused["model"] == "fake-coder" and refused["status"] == 404
+    assert answered["model"] == "another-coder"

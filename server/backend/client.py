@@ -142,6 +142,8 @@ class CompletionBackend:
             transport=transport,
         )
         self._model: ModelInfo | None = None
+        self._refused_models: set[str] = set()
+        """Models the backend answered 404 for (said once each in the log)."""
         self.sends_priority = settings.send_priority
         """Whether requests carry their `priority`; off for good once the backend refuses
         the field (a vLLM started without `--scheduling-policy priority` may)."""
@@ -205,6 +207,19 @@ class CompletionBackend:
                         yield chunk
                 return
             except BackendRefused as exc:
+                if exc.status == 404 and self.settings.model is None:
+                    # a shared backend restarted with another model: this request was made
+                    # for the old one (its template, its token ids), the next asks anew
+                    self._model = None
+                    log.log(
+                        logging.DEBUG if model.id in self._refused_models else logging.WARNING,
+                        "the backend no longer serves %s (%s); the next request asks it "
+                        "which model it serves",
+                        model.id,
+                        exc,
+                    )
+                    self._refused_models.add(model.id)
+                    raise
                 if "priority" not in body or not _refuses_priority(exc):
                     raise
                 # this request again, and every later one, without the field
