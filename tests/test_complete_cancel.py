@@ -231,11 +231,11 @@ async def test_a_join_is_declined_timed_out_or_overtaken() -> None:
 
     assert await latest.join("a.py", lambda tag: tag == "y = ", 5.0) is Joined.NONE
     assert await latest.join("other.py", lambda tag: True, 5.0) is Joined.NONE
-    assert await latest.join("a.py", lambda tag: True, 0.05) is Joined.NONE  # ran out
+    assert await latest.join("a.py", lambda tag: True, 0.05) is Joined.TIMED_OUT
     older = asyncio.create_task(latest.join("a.py", lambda tag: True, 5.0))
     await asyncio.sleep(0.01)
     newer = asyncio.create_task(latest.join("a.py", lambda tag: True, 0.05))
-    assert await newer is Joined.NONE
+    assert await newer is Joined.TIMED_OUT
     assert not older.done()  # a newer joiner does not end the older one's wait...
     latest.cancel("a.py")
     assert await asyncio.wait_for(older, 2) is Joined.SUPERSEDED  # ...but it has lost

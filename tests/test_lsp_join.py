@@ -78,6 +78,7 @@ async def test_a_key_off_the_running_suggestion_sends_its_own_request(
     first, own = fake.events()
     assert first["completed"]  # joined, then found not to start with "z"
     assert own["received_at"] >= first["closed_at"]
+    assert "join_wait" in logs(fresh)  # the time spent on the join shows in the timings
 
 
 async def test_without_joining_the_next_key_cancels_the_running_request(

@@ -148,6 +148,11 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
         "rightSuggestions": sum(1 for r in answered if r.get("right")),
         "completionCacheHitRatio": len(cached) / len(answered) if answered else None,
         "joinedShare": len(joined) / len(answered) if answered else None,
+        "joinMissedShare": (
+            sum(1 for r in model if "join_wait" in (r.get("timings") or {})) / len(answered)
+            if answered
+            else None
+        ),
         "backgroundPausedShare": (
             sum(1 for r in answered if r.get("background") == "paused") / len(answered)
             if answered

@@ -453,6 +453,7 @@ class Joined(enum.Enum):
 
     NONE = "none"
     ENDED = "ended"
+    TIMED_OUT = "timed out"
     SUPERSEDED = "superseded"
 
 
@@ -503,8 +504,9 @@ class LatestOnly:
     ) -> Joined:
         """Wait up to `wait_s` for the job running for `key` to end, if `wanted(its tag)`.
         SUPERSEDED if a newer call for `key` (run or join) came meanwhile, or a newer job
-        or `cancel` ended the job; ENDED when it ended; NONE when there was nothing to
-        join, or the wait ran out (the job goes on, for the caller's own `run` to cancel)."""
+        or `cancel` ended the job; ENDED when it ended; TIMED_OUT when the wait ran out (the
+        job goes on, for the caller's own `run` to cancel); NONE when there was nothing to
+        join."""
         call = self._calls[key] = self._calls.get(key, 0) + 1
         running = self._running.get(key)
         if running is None or running[0].done() or not wanted(running[1]):
@@ -513,7 +515,7 @@ class LatestOnly:
         await self._wait(task, linger_s, wait_s)
         if self._calls.get(key) != call or task.cancelled():
             return Joined.SUPERSEDED
-        return Joined.ENDED if task.done() else Joined.NONE
+        return Joined.ENDED if task.done() else Joined.TIMED_OUT
 
     async def _wait(
         self, task: asyncio.Task[Any], linger_s: float, wait_s: float | None = None

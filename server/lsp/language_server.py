@@ -364,6 +364,7 @@ class HeadstartServer(LanguageServer):
             return cached
         self.stop_following(uri)
         join = reuse and completion.join_in_flight
+        waited_ms = 0.0
         if join:
             started = time.perf_counter()
             joined = await self.latest.join(
@@ -373,9 +374,12 @@ class HeadstartServer(LanguageServer):
                 return None  # a newer keystroke came while this one waited
             if joined is Joined.ENDED and (answer := self.from_shown(uri, ctx, "joined", started)):
                 return answer
+            waited_ms = (time.perf_counter() - started) * 1000 if joined is not Joined.NONE else 0
         suggestion = await self.latest.run(
             uri, self.from_model(uri, ctx, completion), tag=ctx, linger_s=LINGER_S if join else 0
         )
+        if join and waited_ms and suggestion is not None:
+            suggestion.timings_ms["join_wait"] = waited_ms  # joined, and it did not answer
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
             resumed = f", {suggestion.resumes} resumes" if suggestion.resumes else ""
