@@ -34,6 +34,7 @@ class WorkspaceSync:
         self._timers: dict[Path, asyncio.TimerHandle] = {}
         self._held: set[Path] = set()
         self._waiting: asyncio.Task[None] | None = None
+        self._gone_roots: set[Path] = set()
 
     def opened(self, path: Path, text: str) -> None:
         self.buffers[path] = text
@@ -95,10 +96,27 @@ class WorkspaceSync:
         place = self.project.locate(path)
         if place is None:
             return
+        self._check_root(place.root.path)
         try:
             self._refresh_in(place.root.index, path, place.relative)
         except Exception:  # one bad file must not stop the others
             log.exception("could not update the cache for %s", path)
+
+    def _check_root(self, root: Path) -> None:
+        """Say once that a workspace folder is gone from the disk (renamed or deleted), and
+        again if it comes back."""
+        if root.is_dir():
+            if root in self._gone_roots:
+                self._gone_roots.discard(root)
+                log.info("workspace folder %s is back", root)
+        elif root not in self._gone_roots:
+            self._gone_roots.add(root)
+            log.warning(
+                "workspace folder %s is gone from the disk (renamed or deleted?): its files "
+                "leave the index as the editor reports them; open documents still get "
+                "completions",
+                root,
+            )
 
     def _refresh_in(self, index: ProjectIndex, path: Path, relative: str) -> None:
         exists = path.exists()
