@@ -240,3 +240,22 @@ async def test_a_join_is_declined_timed_out_or_overtaken() -> None:
     latest.cancel("a.py")
     assert await asyncio.wait_for(older, 2) is Joined.SUPERSEDED  # ...but it has lost
     assert await asyncio.gather(owner) == [None]
+
+
+async def test_a_lingering_job_that_fails_is_logged_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    latest = LatestOnly()
+    release = asyncio.Event()
+
+    async def failing() -> str:
+        await release.wait()
+        raise RuntimeError("broken after its caller left")
+
+    owner = asyncio.create_task(latest.run("a.py", failing(), linger_s=5.0))
+    await asyncio.sleep(0.01)
+    owner.cancel()
+    with caplog.at_level(logging.WARNING, logger="server.completion.request"):
+        release.set()
+        await asyncio.sleep(0.05)
+    assert "broken after its caller left" in caplog.text

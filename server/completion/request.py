@@ -494,6 +494,9 @@ class LatestOnly:
         def ended(_: asyncio.Task[T]) -> None:
             if self._running.get(key, (None,))[0] is task:
                 del self._running[key]
+            if not task.cancelled() and task.exception() and task not in self._waiters:
+                # lingering after its caller left: nobody else will see this
+                log.warning("a completion nobody waited for failed: %r", task.exception())
 
         task.add_done_callback(ended)
         await self._wait(task, linger_s)
