@@ -2,7 +2,7 @@
 
 LSP-free: the handlers in `server.lsp` turn positions into offsets and call `Completer`.
 A newer request for the same document supersedes the older one, whose upstream stream is
-closed at once.
+closed, unless it joins it (`LatestOnly.join`).
 """
 
 from __future__ import annotations
