@@ -202,13 +202,17 @@ class Script:
     serve_model: str | None = None
     """The model served instead of the launch one, as a backend restarted with another
     model: /v1/models lists it, and a completion naming any other model gets vLLM's 404."""
+    refuse_token_ids: bool = False
+    """Answer a prompt of token ids with 400, as a server that calls itself vLLM in
+    /v1/models but takes text prompts only (a proxy in front of vLLM may)."""
 
     @classmethod
     def from_json(cls, raw: object, fallback_text: str) -> Script:
         """Parse a POST /_script body; a missing default_text means the launch default."""
         if not isinstance(raw, dict):
             raise BadRequest("script must be an object {rules: [...], default_text: str}")
-        unknown = set(raw) - {"rules", "default_text", "refuse_fields", "serve_model"}
+        known = {"rules", "default_text", "refuse_fields", "serve_model", "refuse_token_ids"}
+        unknown = set(raw) - known
         if unknown:
             raise BadRequest(f"unknown script field(s) {sorted(unknown)}")
         rules = raw.get("rules", [])
@@ -225,8 +229,11 @@ class Script:
         serve_model = raw.get("serve_model")
         if not (serve_model is None or isinstance(serve_model, str)):
             raise BadRequest("serve_model must be a string")
+        refuse_ids = raw.get("refuse_token_ids", False)
+        if not isinstance(refuse_ids, bool):
+            raise BadRequest("refuse_token_ids must be a boolean")
         rules_parsed = [Rule.from_json(r) for r in rules]
-        return cls(rules_parsed, default_text, tuple(refuse), serve_model)
+        return cls(rules_parsed, default_text, tuple(refuse), serve_model, refuse_ids)
 
     def pick(self, prompt: str) -> tuple[int | None, Rule]:
         """First live rule whose ``match`` occurs in the prompt, else the default text."""
@@ -245,6 +252,7 @@ class Script:
             "default_text": self.default_text,
             "refuse_fields": list(self.refuse_fields),
             "serve_model": self.serve_model,
+            "refuse_token_ids": self.refuse_token_ids,
         }
 
 
@@ -821,6 +829,11 @@ class FakeServer:
             log.info("POST /v1/completions -> 400 (refused %s)", refused)
             message = f"Unrecognized request argument supplied: {refused[0]}"
             return await conn.send_json(400, openai_error(message))
+        if self.script.refuse_token_ids and isinstance(body.get("prompt"), list):
+            event.behaviour, event.status = "refused_token_ids", 400
+            event.close("server")
+            log.info("POST /v1/completions -> 400 (token ids refused)")
+            return await conn.send_json(400, openai_error("prompt must be a string"))
         served = self.script.serve_model
         if served is not None and creq.model != served:
             event.behaviour, event.status = "unknown_model", 404
@@ -1308,9 +1321,11 @@ class FakeBackend:
         default_text: str | None = None,
         refuse_fields: Sequence[str] = (),
         serve_model: str | None = None,
+        refuse_token_ids: bool = False,
     ) -> None:
         """Replace the rules (and the default text; None means the launch default), the
-        request fields refused with 400, and the model served (None: the launch one)."""
+        request fields refused with 400, the model served (None: the launch one), and
+        whether prompts of token ids are refused."""
         body: dict[str, Any] = {"rules": [dict(r) for r in rules]}
         if default_text is not None:
             body["default_text"] = default_text
@@ -1318,6 +1333,8 @@ class FakeBackend:
             body["refuse_fields"] = list(refuse_fields)
         if serve_model is not None:
             body["serve_model"] = serve_model
+        if refuse_token_ids:
+            body["refuse_token_ids"] = True
         self.call("POST", "/_script", body)
 
     def events(self) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, open_document, suggestion
+from lsp_helpers import cursor_at, open_document, suggestion, wait_for_log
 from pytest_lsp import LanguageClient
 from tokenizer_helpers import ROOT, real_qwen_tokenizer_file, tiny_tokenizer
 from tokenizers import Tokenizer, processors
@@ -134,3 +134,27 @@ async def test_a_vllm_backend_gets_the_prompt_as_the_tokenizers_ids(
     decoded = qwen.decode(prompt, skip_special_tokens=False)
     assert decoded.endswith("return <|fim_suffix|>\n<|fim_middle|>")
     assert prompt == qwen.encode(decoded, add_special_tokens=True).ids
+
+
+async def test_a_backend_that_refuses_token_ids_gets_text_from_then_on(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """It calls itself vLLM but answers a prompt of ids with 400: the same request goes
+    again as text, and once that works every later prompt is text, said once in the log."""
+    settings = fast_settings(fake.url, tokenizer=str(real_qwen_tokenizer_file()))
+    await start_session(fresh, "vscode", workspace, settings)
+    fake.script([], default_text="sum(items)\n", refuse_token_ids=True)
+    text, position = cursor_at("def total(items):\n    return █\n")
+    uri = open_document(fresh, workspace / "total.py", text)
+    assert await suggestion(fresh, uri, position) == "sum(items)"
+
+    text, position = cursor_at("def count(items):\n    return █\n")
+    uri = open_document(fresh, workspace / "count.py", text)
+    assert await suggestion(fresh, uri, position) == "sum(items)"
+
+    refused, as_text, later = fake.events()
+    assert isinstance(refused["body"]["prompt"], list) and refused["status"] == 400
+    assert as_text["body"]["prompt"] == later["body"]["prompt"].replace("count", "total")
+    assert isinstance(later["body"]["prompt"], str)
+    said = await wait_for_log(fresh, "refuses prompts as token ids")
+    assert said.count("refuses prompts as token ids") == 1

@@ -71,7 +71,8 @@ class CompletionRequest:
     stop_token_ids: Sequence[int] = ()
     temperature: float = 0.0
     prompt_ids: Sequence[int] | None = None
-    """Token ids sent instead of `prompt` (a resumed stream: the continuation is exact)."""
+    """Token ids sent instead of `prompt`, which holds the same text (sent instead where
+    the backend refuses ids); a resumed stream's continuation is exact with them."""
     priority: Priority = Priority.KEYSTROKE
 
 
@@ -143,6 +144,9 @@ class CompletionBackend:
         )
         self._model: ModelInfo | None = None
         self._refused_models: set[str] = set()
+        self.sends_token_ids = True
+        """Whether prompts may go as token ids; off for good once the backend refuses them
+        and takes the same prompt as text."""
         """Models the backend answered 404 for (said once each in the log)."""
         self.sends_priority = settings.send_priority
         """Whether requests carry their `priority`; off for good once the backend refuses
@@ -199,14 +203,30 @@ class CompletionBackend:
         """
         stats = stats or StreamStats()
         model = await self.model()
+        ids_refused: BackendRefused | None = None
         while True:
-            body = self._body(request, model)
+            body = self._body(request, model, as_text=ids_refused is not None)
             try:
                 async with contextlib.aclosing(self._events(body, stats)) as chunks:
                     async for chunk in chunks:
+                        if ids_refused is not None and self.sends_token_ids:
+                            self.sends_token_ids = False
+                            log.warning(
+                                "the backend refuses prompts as token ids (%s) and takes the "
+                                "same prompt as text; sending text prompts from now on",
+                                ids_refused,
+                            )
                         yield chunk
                 return
             except BackendRefused as exc:
+                if (
+                    exc.status == 400
+                    and isinstance(body["prompt"], list)
+                    and not ids_refused
+                    and not ("priority" in body and _refuses_priority(exc))
+                ):
+                    ids_refused = exc  # the same request as text; if that works, ids are off
+                    continue
                 if exc.status == 404 and self.settings.model is None:
                     # a shared backend restarted with another model: this request was made
                     # for the old one (its template, its token ids), the next asks anew
@@ -231,10 +251,11 @@ class CompletionBackend:
                     exc,
                 )
 
-    def _body(self, request: CompletionRequest, model: ModelInfo) -> dict[str, Any]:
-        prompt: str | list[int] = (
-            request.prompt if request.prompt_ids is None else list(request.prompt_ids)
-        )
+    def _body(
+        self, request: CompletionRequest, model: ModelInfo, as_text: bool = False
+    ) -> dict[str, Any]:
+        ids = None if as_text or not self.sends_token_ids else request.prompt_ids
+        prompt: str | list[int] = request.prompt if ids is None else list(ids)
         body: dict[str, Any] = {
             "model": model.id,
             "prompt": prompt,

@@ -144,9 +144,10 @@ class ResumeState:
         if left <= 0:
             return None
         ids = self._ids(kept)
-        if self.prompt_ids is not None and ids is not None:
-            return replace(self.request, prompt_ids=(*self.prompt_ids, *ids), max_tokens=left)
         prompt = self.request.prompt + self.kept_text(keep, decode)
+        if self.prompt_ids is not None and ids is not None:
+            ids_prompt = (*self.prompt_ids, *ids)
+            return replace(self.request, prompt=prompt, prompt_ids=ids_prompt, max_tokens=left)
         return replace(self.request, prompt=prompt, max_tokens=left)
 
     def truncate(self, keep: int, decode: Decode | None) -> None:

@@ -295,7 +295,11 @@ class Completer:
         context = build_context(ctx, settings, prompting)
         built = time.perf_counter()
         request, shape = render_request(ctx, context, settings, prompting, priority)
-        if prompting.encoder is not None and self.backend.settings.prompt_token_ids:
+        if (
+            prompting.encoder is not None
+            and self.backend.settings.prompt_token_ids
+            and self.backend.sends_token_ids
+        ):
             ids = prompting.encoder.encode(request.prompt)
             if ids is not None:
                 request = dataclasses.replace(request, prompt_ids=ids)
