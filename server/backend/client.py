@@ -144,10 +144,10 @@ class CompletionBackend:
         )
         self._model: ModelInfo | None = None
         self._refused_models: set[str] = set()
+        """Models the backend answered 404 for (said once each in the log)."""
         self.sends_token_ids = True
         """Whether prompts may go as token ids; off for good once the backend refuses them
         and takes the same prompt as text."""
-        """Models the backend answered 404 for (said once each in the log)."""
         self.sends_priority = settings.send_priority
         """Whether requests carry their `priority`; off for good once the backend refuses
         the field (a vLLM started without `--scheduling-policy priority` may)."""

@@ -21,7 +21,7 @@ from server.config import SECTION, SettingsError, load_settings
 from server.features.refactor import ACTION_KINDS
 from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp import features
-from server.lsp.language_server import HeadstartServer
+from server.lsp.language_server import SERVED_FROM, HeadstartServer
 from server.lsp.logs import attach_editor
 
 log = logging.getLogger(__name__)
@@ -173,11 +173,8 @@ def did_change_watched_files(
 
 
 def _served_from(suggestion: Suggestion) -> str:
-    if "cached" in suggestion.timings_ms:
-        return ", from the suggestion cache"
-    if "joined" in suggestion.timings_ms:
-        return ", from the running request it joined"
-    return ""
+    served = [where for how, where in SERVED_FROM.items() if how in suggestion.timings_ms]
+    return f", from {served[0]}" if served else ""
 
 
 @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())

@@ -55,6 +55,8 @@ LINGER_S = 0.3
 """How long a model request goes on after its editor cancelled it (with
 `completion.joinInFlight`): the next keystroke, which usually comes with the cancel, may
 join it. Typing runs at a key every ~180 ms."""
+SERVED_FROM = {"cached": "the suggestion cache", "joined": "the running request it joined"}
+"""Where a suggestion came from without a model request of its own, by its timings key."""
 JOIN_WAIT_S = 0.5
 """How long a keystroke waits for the running request it joined before it sends its own
 (which cancels that one): a stalled backend must not hold every later keystroke."""
@@ -378,7 +380,7 @@ class HeadstartServer(LanguageServer):
         suggestion = await self.latest.run(
             uri, self.from_model(uri, ctx, completion), tag=ctx, linger_s=LINGER_S if join else 0
         )
-        if join and waited_ms and suggestion is not None:
+        if waited_ms and suggestion is not None:
             suggestion.timings_ms["join_wait"] = waited_ms  # joined, and it did not answer
         if suggestion is not None:
             timings = ", ".join(f"{k} {v:.1f} ms" for k, v in suggestion.timings_ms.items())
@@ -405,9 +407,9 @@ class HeadstartServer(LanguageServer):
             return None
         elapsed_ms = (time.perf_counter() - (started or looked)) * 1000
         log.debug(
-            "%s: served from the %s (%d typed, %d left, %.3f ms)",
+            "%s: served from %s (%d typed, %d left, %.3f ms)",
             uri,
-            "suggestion cache" if how == "cached" else "running request it joined",
+            SERVED_FROM[how],
             hit.typed,
             len(hit.rest),
             elapsed_ms,
