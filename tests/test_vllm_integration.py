@@ -211,7 +211,7 @@ async def test_a_cancelled_request_is_aborted_inside_vllm(
 
     vLLM's counters are engine-wide, so the test starts from an idle engine and reads only
     what a cancelled request must change: tokens stop being generated, nothing is counted
-    as finished, and the engine is idle again within seconds. (The running-requests gauge
+    as finished, and the engine is idle again. (The running-requests gauge
     is read only for idleness: a CI run once saw tokens generated while it stayed 0.)"""
     long_block = {"multilineMaxTokens": 3000, "maxLines": 200}
     options = {"backend": {"url": vllm_url, **CPU_SETTINGS}, "completion": long_block}
@@ -240,10 +240,8 @@ async def test_a_cancelled_request_is_aborted_inside_vllm(
     fresh.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="slow-one"))
 
     with pytest.raises(Exception, match="cancel"):
-        await asyncio.wait_for(reply, 10)
-    cancelled_at = time.monotonic()
+        await asyncio.wait_for(reply, REPLY_WAIT_S)
     await wait_until_idle(vllm_url)
-    assert time.monotonic() - cancelled_at < 5  # 3000 tokens take ~30 s on this CPU
     generated = metric(vllm_url, GENERATED)
     await asyncio.sleep(1)
     assert metric(vllm_url, GENERATED) == generated, "tokens were still being generated"
@@ -257,6 +255,12 @@ GENERATING_S = 5.0
 it takes about a minute, so the cancel finds it generating. The test does not read vLLM's
 /metrics meanwhile: on a busy 2-core CI machine the API server answered none of them
 until the request ended, and a read blocked the test for that long."""
+
+
+REPLY_WAIT_S = 60.0
+"""How long the test waits for the cancelled request's answer. Not a speed check (the
+engine's token counts are the evidence that vLLM stopped): a CI machine once froze for
+half a minute, vLLM and the server alike, just as the cancel was sent."""
 
 
 async def wait_until_idle(url: str) -> None:
