@@ -18,6 +18,7 @@ is read back by one that can build only the outline classes of `cache.model`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import io
 import logging
@@ -260,6 +261,13 @@ def _is_busy(error: BaseException) -> bool:
     )
 
 
+def _is_full(error: BaseException) -> bool:
+    """The disk (or the user's quota) is full: the store is fine, it cannot grow for now."""
+    if isinstance(error, OSError):
+        return error.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(error, sqlite3.OperationalError) and "full" in str(error).lower()
+
+
 _UNREADABLE: tuple[type[BaseException], ...] = (
     sqlite3.Error,
     diskcache.Timeout,
@@ -347,6 +355,8 @@ class ProjectStore:
         self._root = str(root.resolve())
         self._path = project_store_dir(root, cache_dir)
         self._lock = threading.RLock()
+        self._disk_full = False
+        """A save failed for want of room: said once, and again when a save succeeds."""
         self._cache: diskcache.Cache | None = self._open()
 
     @property
@@ -420,10 +430,28 @@ class ProjectStore:
                 if _is_busy(error):
                     log.warning("Project cache %s is busy (%s); not saved", self._path, error)
                     return
+                if _is_full(error):
+                    self._note_disk_full(error)
+                    return
                 self._cache = self._rebuild(cache, f"it cannot be written ({error})")
                 if self._cache is not None:
                     with contextlib.suppress(*_UNREADABLE):
                         self._write(self._cache, encoded, removed_keys)
+                return
+            if self._disk_full:
+                self._disk_full = False
+                log.info("Project cache %s is saved again: the disk has room", self._path)
+
+    def _note_disk_full(self, error: BaseException) -> None:
+        """Keep the store as it is (what was not saved is hashed again at the next start)."""
+        if not self._disk_full:
+            self._disk_full = True
+            log.warning(
+                "The disk holding the project cache %s is full (%s); the index in memory "
+                "stays current, and changes are saved once there is room",
+                self._path,
+                error,
+            )
 
     def size_bytes(self) -> int:
         """Bytes on disk (the SQLite file and its journal)."""
@@ -479,10 +507,14 @@ class ProjectStore:
                 if reason is None:
                     return cache
             except _UNREADABLE as error:
-                if _is_busy(error):
+                if _is_busy(error) or _is_full(error):
+                    what = "busy" if _is_busy(error) else "on a full disk"
                     log.warning(
-                        "Project cache %s is busy (%s); nothing is cached", self._path, error
+                        "Project cache %s is %s (%s); nothing is cached", self._path, what, error
                     )
+                    if cache is not None:
+                        with contextlib.suppress(*_UNREADABLE):
+                            cache.close()
                     return None
                 reason = f"it cannot be read ({error})"
         return self._rebuild(cache, reason)
