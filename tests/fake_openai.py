@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import http
 import http.client
 import json
@@ -205,13 +206,23 @@ class Script:
     refuse_token_ids: bool = False
     """Answer a prompt of token ids with 400, as a server that calls itself vLLM in
     /v1/models but takes text prompts only (a proxy in front of vLLM may)."""
+    tokenizer: str | None = None
+    """A tokenizer.json: POST /tokenize answers with its ids, as vLLM does with the served
+    model's tokenizer. Without one, /tokenize is 404 (a proxy may not pass it on)."""
 
     @classmethod
     def from_json(cls, raw: object, fallback_text: str) -> Script:
         """Parse a POST /_script body; a missing default_text means the launch default."""
         if not isinstance(raw, dict):
             raise BadRequest("script must be an object {rules: [...], default_text: str}")
-        known = {"rules", "default_text", "refuse_fields", "serve_model", "refuse_token_ids"}
+        known = {
+            "rules",
+            "default_text",
+            "refuse_fields",
+            "serve_model",
+            "refuse_token_ids",
+            "tokenizer",
+        }
         unknown = set(raw) - known
         if unknown:
             raise BadRequest(f"unknown script field(s) {sorted(unknown)}")
@@ -232,8 +243,11 @@ class Script:
         refuse_ids = raw.get("refuse_token_ids", False)
         if not isinstance(refuse_ids, bool):
             raise BadRequest("refuse_token_ids must be a boolean")
+        tokenizer = raw.get("tokenizer")
+        if not (tokenizer is None or isinstance(tokenizer, str)):
+            raise BadRequest("tokenizer must be the path of a tokenizer.json")
         rules_parsed = [Rule.from_json(r) for r in rules]
-        return cls(rules_parsed, default_text, tuple(refuse), serve_model, refuse_ids)
+        return cls(rules_parsed, default_text, tuple(refuse), serve_model, refuse_ids, tokenizer)
 
     def pick(self, prompt: str) -> tuple[int | None, Rule]:
         """First live rule whose ``match`` occurs in the prompt, else the default text."""
@@ -253,7 +267,15 @@ class Script:
             "refuse_fields": list(self.refuse_fields),
             "serve_model": self.serve_model,
             "refuse_token_ids": self.refuse_token_ids,
+            "tokenizer": self.tokenizer,
         }
+
+
+@functools.lru_cache(maxsize=4)
+def load_tokenizer(path: str) -> Any:
+    from tokenizers import Tokenizer  # only scripts that name a tokenizer need it
+
+    return Tokenizer.from_file(path)
 
 
 def token_id(piece: str, generated: bool) -> int:
@@ -708,6 +730,7 @@ class FakeServer:
         routes: dict[str, dict[str, Callable[[Conn, Request], Any]]] = {
             "/v1/completions": {"POST": self.completions},
             "/v1/models": {"GET": self.models},
+            "/tokenize": {"POST": self.tokenize},
             "/health": {"GET": self.health},
             "/metrics": {"GET": self.metrics},
             "/_script": {"POST": self.set_script, "GET": self.get_script},
@@ -747,6 +770,20 @@ class FakeServer:
         }
         return await conn.send_json(200, {"object": "list", "data": [card]})
 
+    async def tokenize(self, conn: Conn, req: Request) -> bool:
+        """POST /tokenize, as vLLM answers it, with the scripted tokenizer's ids."""
+        if self.script.tokenizer is None:
+            raise BadRequest(f"no route {req.path!r}", 404)
+        try:
+            body = json.loads(req.body)
+            text, special = body["prompt"], body.get("add_special_tokens", True)
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+            raise BadRequest("a tokenize body is {prompt: str}") from None
+        ids = load_tokenizer(self.script.tokenizer).encode(text, add_special_tokens=special).ids
+        return await conn.send_json(
+            200, {"count": len(ids), "max_model_len": MAX_MODEL_LEN, "tokens": ids}
+        )
+
     async def health(self, conn: Conn, req: Request) -> bool:
         """GET /health."""
         return await conn.send_json(200, {})
@@ -779,6 +816,11 @@ class FakeServer:
         except (ValueError, UnicodeDecodeError):
             raise BadRequest("script body is not valid JSON") from None
         self.script = Script.from_json(raw, self.launch_default_text)
+        if self.script.tokenizer is not None:
+            try:  # now, so that /tokenize answers as fast as vLLM's
+                load_tokenizer(self.script.tokenizer)
+            except Exception as exc:
+                raise BadRequest(f"cannot load tokenizer {self.script.tokenizer}: {exc}") from None
         return await conn.send_json(200, self.script.to_json())
 
     async def get_script(self, conn: Conn, req: Request) -> bool:
@@ -1322,10 +1364,12 @@ class FakeBackend:
         refuse_fields: Sequence[str] = (),
         serve_model: str | None = None,
         refuse_token_ids: bool = False,
+        tokenizer: Path | None = None,
     ) -> None:
         """Replace the rules (and the default text; None means the launch default), the
-        request fields refused with 400, the model served (None: the launch one), and
-        whether prompts of token ids are refused."""
+        request fields refused with 400, the model served (None: the launch one), whether
+        prompts of token ids are refused, and the tokenizer.json /tokenize uses (None: no
+        /tokenize)."""
         body: dict[str, Any] = {"rules": [dict(r) for r in rules]}
         if default_text is not None:
             body["default_text"] = default_text
@@ -1335,6 +1379,8 @@ class FakeBackend:
             body["serve_model"] = serve_model
         if refuse_token_ids:
             body["refuse_token_ids"] = True
+        if tokenizer is not None:
+            body["tokenizer"] = str(tokenizer)
         self.call("POST", "/_script", body)
 
     def events(self) -> list[dict[str, Any]]:

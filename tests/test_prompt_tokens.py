@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, open_document, suggestion, wait_for_log
+from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
 from pytest_lsp import LanguageClient
-from tokenizer_helpers import ROOT, real_qwen_tokenizer_file, tiny_tokenizer
+from tokenizer_helpers import (
+    ROOT,
+    real_qwen_tokenizer_file,
+    save_tiny_tokenizer,
+    tiny_tokenizer,
+)
 from tokenizers import Tokenizer, processors
 
 from server.completion.prompt import TEMPLATES
@@ -116,6 +121,7 @@ async def test_a_vllm_backend_gets_the_prompt_as_the_tokenizers_ids(
     """The fake says it is vLLM; with the model's tokenizer set, the prompt goes as its ids
     (the text when `backend.promptTokenIds` is off)."""
     tokenizer_file = real_qwen_tokenizer_file()
+    fake.script([], tokenizer=tokenizer_file)  # the served model's, as vLLM's /tokenize says
     settings = fast_settings(fake.url, tokenizer=str(tokenizer_file))
     settings["backend"]["promptTokenIds"] = token_ids  # type: ignore[index]
     await start_session(fresh, "vscode", workspace, settings)
@@ -134,6 +140,29 @@ async def test_a_vllm_backend_gets_the_prompt_as_the_tokenizers_ids(
     decoded = qwen.decode(prompt, skip_special_tokens=False)
     assert decoded.endswith("return <|fim_suffix|>\n<|fim_middle|>")
     assert prompt == qwen.encode(decoded, add_special_tokens=True).ids
+    assert "tokenizer check: the backend's tokenizer is " in logs(fresh)
+
+
+async def test_a_backend_with_another_tokenizer_gets_text_prompts(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    """The tokenizer found here is Qwen's, but the backend serves another vocabulary under
+    the same name: its ids would be another model's words, so prompts go as text, without
+    stop token ids, and the log says why once."""
+    served = save_tiny_tokenizer(tmp_path / "served-model")
+    fake.script([], default_text="sum(items)\n", tokenizer=served)
+    settings = fast_settings(fake.url, tokenizer=str(real_qwen_tokenizer_file()))
+    await start_session(fresh, "vscode", workspace, settings)
+    for name in ("total", "count"):
+        text, position = cursor_at(f"def {name}(items):\n    return █\n")
+        uri = open_document(fresh, workspace / f"{name}.py", text)
+        assert await suggestion(fresh, uri, position) == "sum(items)"
+
+    for event in fake.events():
+        assert isinstance(event["body"]["prompt"], str)
+        assert "stop_token_ids" not in event["body"]
+    said = logs(fresh)
+    assert said.count("tokenizer check: the backend's tokenizer is not ") == 1
 
 
 async def test_a_backend_that_refuses_token_ids_gets_text_from_then_on(

@@ -116,7 +116,9 @@ async def test_inline_completion_is_vllms_answer_for_the_servers_prompt(
     )
     assert got and expected.startswith(got)  # the same answer, up to the line's token cap
     assert len(got) >= min(len(expected), 40)
-    assert "backend:" not in logs(editor)  # no backend error on the way
+    said = logs(editor)
+    assert "backend:" not in said  # no backend error on the way
+    assert "tokenizer check: the backend's tokenizer is /" in said  # vLLM's /tokenize agrees
 
 
 def test_prompt_token_ids_are_vllms_own_tokenization(vllm_url: str, workspace: Path) -> None:

@@ -184,6 +184,29 @@ class CompletionBackend:
         except (KeyError, TypeError) as exc:
             raise BackendProtocolError(f"unexpected /v1/models body: {exc!r}") from None
 
+    async def tokenize(self, text: str) -> list[int] | None:
+        """The ids the backend's own tokenizer makes of `text` (with its special tokens, as
+        for a text prompt), from vLLM's `/tokenize` beside `/v1`; None when the backend has
+        no such route or answers it with something else."""
+        model = await self.model()
+        url = self.settings.url.rstrip("/").removesuffix("/v1") + "/tokenize"
+        body = {"model": model.id, "prompt": text, "add_special_tokens": True}
+        try:
+            response = await self._client.post(url, json=body)
+        except httpx.TimeoutException:
+            raise BackendTimeout(f"{url} timed out") from None
+        except httpx.HTTPError as exc:
+            raise BackendUnreachable(f"cannot reach {url}: {exc}") from None
+        if response.status_code != 200:
+            return None
+        try:
+            tokens = response.json()["tokens"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(tokens, list) or not all(type(t) is int for t in tokens):
+            return None
+        return tokens
+
     async def stream(
         self, request: CompletionRequest, stats: StreamStats | None = None
     ) -> AsyncGenerator[str]:

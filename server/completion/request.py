@@ -43,6 +43,7 @@ from server.completion.stops import (
 )
 from server.completion.syntax_check import keep_parsing
 from server.completion.token_count import TokenCounter, load_token_counter
+from server.completion.tokenizer_check import backend_agrees
 from server.config import BackendSettings, CompletionSettings
 
 log = logging.getLogger(__name__)
@@ -268,7 +269,12 @@ class Completer:
             counter = await asyncio.to_thread(
                 load_token_counter, settings.tokenizer, tokenizer_home(model)
             )
+            foreign = model.owned_by == "vllm" and not await backend_agrees(self.backend, counter)
+            if foreign:
+                counter = TokenCounter()
             template = choose_template(settings.template, model.id, counter)
+            if foreign:  # its vocabulary is not known here: stop by strings alone
+                template = dataclasses.replace(template, stop_token_ids=())
             encoder = None
             if counter.tokenizer is not None and model.owned_by == "vllm":
                 encoder = PromptEncoder(counter.tokenizer)
