@@ -30,6 +30,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "HEADSTART_CACHE_DIR": ("cacheDir",),
     "HEADSTART_LOG_FILE": ("log", "file"),
     "HEADSTART_LOG_LEVEL": ("log", "level"),
+    "HEADSTART_LOG_STATS_INTERVAL_S": ("log", "statsIntervalS"),
 }
 """Environment variables that override a setting, and the path of the setting they set."""
 
@@ -275,6 +276,14 @@ class LogSettings(_Section):
         description="Send the editor a `$/headstart/completionReport` notification for every "
         "inline completion: its stage timings ('timings'), and also the request sent to the "
         "backend ('requests'). For benchmarks (`headstart bench`) and debugging.",
+    )
+    stats_interval_s: int = Field(
+        0,
+        ge=0,
+        le=86_400,
+        description="Every this many seconds, log one `internals:` line (JSON): the server's "
+        "tasks, pending messages and the size of each cache, to watch a long-running server "
+        "(`benchmarks/soak.py` reads it). 0 = never.",
     )
     request_trace: str | None = Field(
         None,

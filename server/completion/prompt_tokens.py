@@ -57,6 +57,10 @@ class PromptEncoder:
         where = next((name for name, cut in CUTS.items() if cut is self.cut), "never")
         log.info("prompt token ids: prompts are cut into cached pieces %s", where)
 
+    def cached(self) -> int:
+        """Prompt pieces whose ids are kept."""
+        return len(self._pieces)
+
     def encode(self, prompt: str) -> list[int] | None:
         """The prompt's ids with the tokenizer's special tokens (as vLLM adds them to a text
         prompt), or None when the tokenizer cannot encode it (the text is sent instead)."""

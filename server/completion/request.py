@@ -260,6 +260,13 @@ class Completer:
             self._slots = (limit, asyncio.Semaphore(limit))
         return self._slots[1]
 
+    def cached_tokens(self) -> int:
+        """Token counts and prompt pieces kept, over the models served so far."""
+        return sum(
+            p.counter.cached() + (p.encoder.cached() if p.encoder else 0)
+            for p in self._prompting.values()
+        )
+
     async def prompting(self, settings: CompletionSettings) -> Prompting:
         """The template and token counter for the served model; the tokenizer is loaded
         once per model (~0.4 s, off the event loop)."""
@@ -561,6 +568,10 @@ class LatestOnly:
     def _stop_unwaited(self, task: asyncio.Task[Any]) -> None:
         if task not in self._waiters:
             self._stop(task)
+
+    def __len__(self) -> int:
+        """Jobs running, or cancelled and not yet ended."""
+        return len(self._running) + len(self._stopping)
 
     def cancel(self, key: str) -> None:
         """Cancel the job running for `key`, as a newer one would."""

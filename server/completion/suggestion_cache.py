@@ -107,6 +107,10 @@ class SuggestionCache(Generic[M]):
     def clear(self) -> None:
         self._documents.clear()
 
+    def __len__(self) -> int:
+        """Suggestions held, over all documents."""
+        return sum(len(shown) for shown in self._documents.values())
+
 
 def _typed(entry: Shown[M], text: str, offset: int, column: int) -> int | None:
     """How much of the suggestion is typed at `offset`, if its premise holds there and

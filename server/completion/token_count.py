@@ -110,6 +110,10 @@ class TokenCounter:
         self._texts: Generations[int] = Generations(cache_size // 8)
         self._lines: Generations[int] = Generations(cache_size)
 
+    def cached(self) -> int:
+        """Texts and lines whose counts are kept."""
+        return len(self._texts) + len(self._lines)
+
     @property
     def exact(self) -> bool:
         """True when counts come from a real tokenizer, False when they are estimates."""

@@ -74,3 +74,7 @@ class DocumentTrees:
         self._parsed.pop(uri, None)
         with self._guard:
             self._locks.pop(uri, None)
+
+    def __len__(self) -> int:
+        """Documents with a tree kept."""
+        return len(self._parsed)

@@ -21,6 +21,7 @@ from server.config import SECTION, SettingsError, load_settings
 from server.features.refactor import ACTION_KINDS
 from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp import features
+from server.lsp.internals import log_internals
 from server.lsp.language_server import SERVED_FROM, HeadstartServer
 from server.lsp.logs import attach_editor
 
@@ -71,6 +72,8 @@ def initial_options(options: object) -> dict[str, Any]:
 async def initialized(ls: HeadstartServer, params: types.InitializedParams) -> None:
     await pull_configuration(ls)
     ls.probe_backend()
+    if ls.internals_log is None:
+        ls.internals_log = asyncio.create_task(log_internals(ls))
     ls.start_indexing()
     await ls.watch_files()
     await ls.local.enable()
@@ -305,8 +308,9 @@ def hover(ls: HeadstartServer, params: types.HoverParams) -> types.Hover | None:
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: HeadstartServer, params: None) -> None:
     ls.shutdown_requested = True
-    if ls._probe is not None:
-        ls._probe.cancel()
+    for task in (ls._probe, ls.internals_log):
+        if task is not None:
+            task.cancel()
     for uri in list(ls.following):
         ls.stop_following(uri)
     await ls.local.close()

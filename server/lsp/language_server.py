@@ -95,6 +95,8 @@ class HeadstartServer(LanguageServer):
         self.sync = WorkspaceSync(self.project)
         self._indexing: asyncio.Task[None] | None = None
         self._probe: asyncio.Task[None] | None = None
+        self.internals_log: asyncio.Task[None] | None = None
+        """Logs the server's internals every `log.statsIntervalS` seconds."""
         self.trees = DocumentTrees()
         self.semantic_tokens = DocumentTokens(self.trees)
         self.legend = FULL_LEGEND

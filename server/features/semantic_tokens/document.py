@@ -86,3 +86,7 @@ class DocumentTokens:
 
     def forget(self, uri: str) -> None:
         self._results.pop(uri, None)
+
+    def __len__(self) -> int:
+        """Documents with a result kept."""
+        return len(self._results)
