@@ -29,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from cache import memory
 from cache.fingerprint import digest
 from cache.graph import DependencyGraph
 from cache.imports import (
@@ -451,6 +452,10 @@ class ProjectIndex:
 
     # ------------------------------------------------------------------ queries
 
+    def outlines_in_memory(self) -> int:
+        """Outlines in the in-memory LRU and of editor buffers."""
+        return len(self._outlines) + len(self._buffers)
+
     def outline(self, path: str) -> Outline | None:
         """The outline of `path`, or None for a file without one or not in the index.
 
@@ -572,7 +577,7 @@ def _gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.freeze()
+        memory.freeze(collect=False)
         if enabled:
             gc.enable()
 

@@ -8,13 +8,13 @@ kept warm for the active file, and the context builder that reads both.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cache import memory
 from cache.index import IndexSummary, ProjectIndex
 from cache.queue import FileQueue
 from server.completion.context import ContextBuilder
@@ -108,7 +108,7 @@ class ProjectCache:
                 summary.reused,
                 summary.seconds,
             )
-        gc.freeze()  # the index's long-lived objects: keep full collections from walking them
+        memory.freeze(collect=False)  # the index's objects: keep collections from walking them
         self.ready.set()
         if self.active is not None:
             self.activate(self.active, prepare=True)

@@ -15,6 +15,7 @@ from typing import Final
 
 from tree_sitter import Tree
 
+from cache import memory
 from cache.index import ProjectIndex
 from cache.languages import language_for_name
 from cache.model import Definition
@@ -225,9 +226,9 @@ class ContextBuilder(CandidateRanking, SimilarCode, SnippetMemory):
         # 1,000. Since the last prepare froze the rest, a full collection here walks only
         # what was made since (p50 1.7 ms), so no cyclic garbage is frozen with it. (What
         # is frozen alive and later dies in a reference cycle is never collected; the
-        # caches hold acyclic records, snippets and outlines, freed by reference counts.)
-        gc.collect()
-        gc.freeze()
+        # caches hold acyclic records, snippets and outlines, freed by reference counts;
+        # what else was frozen, the requests in flight, `memory.freeze` collects later.)
+        memory.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
         return rendered
 
