@@ -1,0 +1,124 @@
+"""Which prompt tokens vLLM must compute anew: the prefix cache simulated over a recorded
+request trace (`headstart bench run --record DIR`), without a GPU.
+
+vLLM keeps the KV of every full block of 16 prompt tokens, keyed by the block and all
+blocks before it, and shares it between requests: a request computes only the tokens
+after the longest run of leading blocks some earlier request already had. Under load that
+prefill is the engine's main work, so the uncached tokens per request are what a prompt
+change must lower. The cache is taken as unbounded (a 1.5B model's KV cache on an H200
+holds millions of tokens) and shared by every user of the trace.
+
+    python benchmarks/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
+
+Prints, for all requests: the mean prompt, the cached share, and the uncached tokens per
+request (mean, p50, p90), split by where they start: the context before `<|fim_prefix|>`
+(snippets from other files), the text before the cursor, the text after it. With
+--suffix-tokens, each prompt's text after the cursor is first cut to N tokens (a what-if:
+the server cuts at a line end, within `completion.suffixShare` of the budget).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+BLOCK = 16
+"""vLLM's default KV block size, in tokens."""
+SEGMENTS = ("context", "prefix", "suffix")
+
+
+def prompts(trace_dir: Path, tokenizer: Tokenizer) -> Iterator[list[int]]:
+    """Every recorded prompt as token ids, in the order they were sent (all users)."""
+    sent: list[tuple[float, list[int]]] = []
+    for path in sorted(trace_dir.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            prompt = record["body"]["prompt"]
+            ids = prompt if isinstance(prompt, list) else tokenizer.encode(prompt).ids
+            sent.append((record["sent"], ids))
+    for _, ids in sorted(sent, key=lambda item: item[0]):
+        yield ids
+
+
+def cut_suffix(ids: list[int], markers: tuple[int, int], limit: int) -> list[int]:
+    """The prompt with at most `limit` tokens between `<|fim_suffix|>` and `<|fim_middle|>`."""
+    suffix, middle = markers
+    if suffix not in ids or middle not in ids:
+        return ids
+    start, end = ids.index(suffix) + 1, ids.index(middle)
+    return ids[: min(end, start + limit)] + ids[end:]
+
+
+def uncached(requests: Iterable[list[int]]) -> Iterator[tuple[list[int], int]]:
+    """Each prompt and how many of its leading tokens the prefix cache held."""
+    cached_blocks: set[int] = set()
+    for ids in requests:
+        key, hit, counting = 0, 0, True
+        for start in range(0, len(ids) - len(ids) % BLOCK, BLOCK):
+            key = hash((key, *ids[start : start + BLOCK]))
+            if counting and key in cached_blocks:
+                hit += BLOCK
+            else:
+                counting = False
+                cached_blocks.add(key)
+        yield ids, hit
+
+
+def percentile(values: list[int], share: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", type=Path, help="a --record folder of user-N.jsonl")
+    parser.add_argument("--tokenizer", type=Path, help="tokenizer.json for text prompts")
+    parser.add_argument("--suffix-tokens", type=int, help="cut each suffix to this many first")
+    args = parser.parse_args()
+    if args.tokenizer is None:
+        from tokenizer_helpers import real_qwen_tokenizer_file
+
+        args.tokenizer = real_qwen_tokenizer_file()
+    tokenizer = Tokenizer.from_file(str(args.tokenizer))
+    markers = [tokenizer.token_to_id(t) for t in ("<|fim_prefix|>", "<|fim_suffix|>")]
+    middle = tokenizer.token_to_id("<|fim_middle|>")
+    sent: Iterable[list[int]] = prompts(args.trace, tokenizer)
+    if args.suffix_tokens is not None:
+        sent = (cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent)
+    total = hits = 0
+    per_request: list[int] = []
+    by_segment = dict.fromkeys(SEGMENTS, 0)
+    for ids, hit in uncached(sent):
+        total, hits = total + len(ids), hits + hit
+        per_request.append(len(ids) - hit)
+        bounds = [ids.index(m) if m in ids else len(ids) for m in markers]
+        starts = (0, *bounds)
+        ends = (*bounds, len(ids))
+        for name, start, end in zip(SEGMENTS, starts, ends, strict=True):
+            by_segment[name] += max(0, end - max(start, hit))
+    n = len(per_request)
+    if not n:
+        print("no requests in the trace", file=sys.stderr)
+        return 1
+    print(
+        f"{n} requests, prompt mean {total / n:.0f} tokens, cached {hits / total:.1%}; "
+        f"uncached per request mean {sum(per_request) / n:.0f}, "
+        f"p50 {percentile(per_request, 0.5)}, p90 {percentile(per_request, 0.9)}"
+    )
+    print(
+        "uncached tokens by segment: "
+        + ", ".join(f"{name} {count / n:.0f}/request" for name, count in by_segment.items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

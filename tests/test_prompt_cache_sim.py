@@ -1,0 +1,63 @@
+"""benchmarks/prompt_cache_sim.py: vLLM's block prefix cache, simulated over a trace."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from conftest import ROOT
+from tokenizer_helpers import real_qwen_tokenizer_file
+
+SCRIPT = ROOT / "benchmarks" / "prompt_cache_sim.py"
+
+
+def simulator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("prompt_cache_sim", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_only_whole_leading_blocks_seen_before_are_cached() -> None:
+    sim = simulator()
+    first = list(range(40))  # two full blocks and 8 tokens
+    edited = [*first[:20], 999, *first[21:]]  # an edit in the second block
+    (_, cold), (_, warm), (_, again) = sim.uncached([first, edited, list(first)])
+    assert cold == 0
+    assert warm == 16  # the first block only: the second differs from the edit on
+    assert again == 32  # both full blocks; the last 8 tokens never fill a block
+
+
+def test_the_suffix_cut_keeps_the_markers() -> None:
+    sim = simulator()
+    suffix, middle = 7, 8
+    ids = [1, 2, suffix, 30, 31, 32, 33, middle]
+    assert sim.cut_suffix(ids, (suffix, middle), 2) == [1, 2, suffix, 30, 31, middle]
+    assert sim.cut_suffix([1, 2, 3], (suffix, middle), 2) == [1, 2, 3]
+
+
+def test_a_trace_of_typing_puts_the_uncached_tokens_after_the_cursor(tmp_path: Path) -> None:
+    """Typing at the cursor changes the text there, so the text after it (which follows
+    it in a fill-in-the-middle prompt) is computed again on every request."""
+    before = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))
+    after = "".join(f"def g{i}(y):\n    return y * {i}\n\n" for i in range(40))
+    typed = "value = compute(items"
+    lines = []
+    for n in range(1, len(typed) + 1):
+        prompt = f"<|fim_prefix|>{before}{typed[:n]}<|fim_suffix|>{after}<|fim_middle|>"
+        lines.append(json.dumps({"sent": float(n), "body": {"prompt": prompt}}))
+    (tmp_path / "user-0.jsonl").write_text("\n".join(lines) + "\n")
+    command = [sys.executable, str(SCRIPT), str(tmp_path)]
+    command += ["--tokenizer", str(real_qwen_tokenizer_file())]
+    printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert f"{len(typed)} requests" in printed
+    by_segment = dict(
+        part.split(" ")[:2] for part in printed.split("by segment: ")[1].strip().split(", ")
+    )
+    prefix, suffix = (int(by_segment[name].split("/")[0]) for name in ("prefix", "suffix"))
+    assert suffix > 4 * prefix
