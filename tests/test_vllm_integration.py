@@ -274,8 +274,11 @@ async def wait_until_idle(url: str) -> None:
 async def wait_for_metric(url: str, name: str, ok: Callable[[float], bool]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if ok(await asyncio.to_thread(metric, url, name)):
-            return
+        try:
+            if ok(await asyncio.to_thread(metric, url, name)):
+                return
+        except httpx.TimeoutException:
+            continue  # a busy API server may leave /metrics unanswered for a while
         await asyncio.sleep(0.05)
     engine = {watched: metric(url, watched) for watched in ENGINE_METRICS}
     pytest.fail(f"{name} never satisfied the condition; the engine now: {engine}")
