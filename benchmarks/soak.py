@@ -80,7 +80,7 @@ def totals(samples: list[dict[str, int]]) -> dict[str, int]:
 
 PROC_KEYS = ("rssKB", "threads", "fds")
 """What must not grow once the servers have settled (the caches may, up to their bounds)."""
-MOMENTARY_KEYS = ("tasks", "pendingMessages", "modelJobs")
+MOMENTARY_KEYS = ("tasks", "pendingMessages", "modelJobs", "backendConnections")
 """What a sample catches mid-flight: reported as its range after settling."""
 
 

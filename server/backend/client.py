@@ -155,6 +155,11 @@ class CompletionBackend:
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    def open_connections(self) -> int:
+        """Connections to the backend held open (in use or idle), where httpx says so."""
+        pool = getattr(getattr(self._client, "_transport", None), "_pool", None)
+        return len(getattr(pool, "connections", ()))
+
     async def model(self) -> ModelInfo:
         """The model to ask: the configured one, else the first the server lists."""
         if self._model is None:

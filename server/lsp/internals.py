@@ -27,6 +27,7 @@ def internals(ls: HeadstartServer) -> dict[str, int]:
         "pendingMessages": len(ls.protocol._request_futures),
         "documents": len(ls.workspace.text_documents),
         "modelJobs": len(ls.latest),
+        "backendConnections": ls.backend.open_connections(),
         "following": len(ls.following),
         "shownSuggestions": len(ls.shown),
         "parsedTrees": len(ls.trees),
