@@ -138,6 +138,7 @@ def plot(rows: list[dict[str, Any]], settle: float, out: Path) -> Path | None:
         axis.plot(minutes, values)
         axis.axvline(settle, color="grey", linestyle=":")
         axis.set_title("RSS (MB)" if key == "rssKB" else key, fontsize=9)
+        axis.set_xlabel("minutes", fontsize=8)
         axis.set_ylim(bottom=0)
         axis.grid(True, alpha=0.3)
     for axis in list(axes.flat)[len(keys) :]:
