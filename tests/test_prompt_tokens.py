@@ -172,6 +172,7 @@ async def test_a_backend_that_refuses_token_ids_gets_text_from_then_on(
     again as text, and once that works every later prompt is text, said once in the log."""
     settings = fast_settings(fake.url, tokenizer=str(real_qwen_tokenizer_file()))
     await start_session(fresh, "vscode", workspace, settings)
+    await wait_for_log(fresh, "indexed ", timeout=10)  # both prompts get the same snippets
     fake.script([], default_text="sum(items)\n", refuse_token_ids=True)
     text, position = cursor_at("def total(items):\n    return █\n")
     uri = open_document(fresh, workspace / "total.py", text)
