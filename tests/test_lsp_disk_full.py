@@ -79,7 +79,7 @@ def depot_module(name: str) -> str:
     )
 
 
-async def added(client: LanguageClient, path: Path, text: str) -> None:
+def added(client: LanguageClient, path: Path, text: str) -> None:
     path.write_text(text)
     disk_changed(client, (path, types.FileChangeType.Created))
 
@@ -96,7 +96,7 @@ async def test_a_full_disk_keeps_the_store_and_completion_working(
     filler = fill(small_disk)
     try:
         for name in ("Depot", "Annex"):
-            await added(client, workspace / "inventory" / f"{name.lower()}.py", depot_module(name))
+            added(client, workspace / "inventory" / f"{name.lower()}.py", depot_module(name))
         said = await wait_for_log(client, FULL, timeout=10)
 
         fake.script([{"match": "d = Depot(", "text": "capacity=3)\n"}])
@@ -111,6 +111,6 @@ async def test_a_full_disk_keeps_the_store_and_completion_working(
     finally:
         filler.unlink()
 
-    await added(client, workspace / "inventory" / "shed.py", depot_module("Shed"))
+    added(client, workspace / "inventory" / "shed.py", depot_module("Shed"))
     said = await wait_for_log(client, "saved again", timeout=10)
     assert said.count("saved again") == 1

@@ -196,12 +196,7 @@ class CompletionBackend:
         model = await self.model()
         url = self.settings.url.rstrip("/").removesuffix("/v1") + "/tokenize"
         body = {"model": model.id, "prompt": text, "add_special_tokens": True}
-        try:
-            response = await self._client.post(url, json=body)
-        except httpx.TimeoutException:
-            raise BackendTimeout(f"{url} timed out") from None
-        except httpx.HTTPError as exc:
-            raise BackendUnreachable(f"cannot reach {url}: {exc}") from None
+        response = await self._send("POST", url, json=body)
         if response.status_code != 200:
             return None
         try:
@@ -372,13 +367,18 @@ class CompletionBackend:
         except httpx.HTTPError as exc:
             raise BackendError(f"{type(exc).__name__}: {exc}") from None
 
-    async def _get_json(self, path: str) -> Any:
+    async def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """One plain request (`url` relative to the backend's or absolute), httpx's errors
+        as BackendErrors."""
         try:
-            response = await self._client.get(path)
+            return await self._client.request(method, url, **kwargs)
         except httpx.TimeoutException:
-            raise BackendTimeout(f"{self.settings.url}{path} timed out") from None
+            raise BackendTimeout(f"{self._client.base_url.join(url)} timed out") from None
         except httpx.HTTPError as exc:
             raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+
+    async def _get_json(self, path: str) -> Any:
+        response = await self._send("GET", path)
         if response.status_code != 200:
             raise BackendError(f"{path} answered HTTP {response.status_code}")
         try:

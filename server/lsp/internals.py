@@ -42,9 +42,8 @@ async def log_internals(ls: HeadstartServer) -> None:
     """Forever: one line every `log.statsIntervalS` seconds while it is above 0 (the
     setting is read each time, so a change applies without a restart)."""
     while True:
-        interval = ls.settings.log.stats_interval_s
-        await asyncio.sleep(interval or IDLE_CHECK_S)
-        if interval and ls.settings.log.stats_interval_s:
+        await asyncio.sleep(ls.settings.log.stats_interval_s or IDLE_CHECK_S)
+        if ls.settings.log.stats_interval_s:
             log.info("%s%s", PREFIX, json.dumps(internals(ls), separators=(",", ":")))
 
 
