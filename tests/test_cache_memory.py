@@ -41,9 +41,12 @@ def test_cyclic_garbage_frozen_alive_waits_for_the_next_full_collection(
     assert alive() is None
 
 
-def test_objects_alive_stay_alive_and_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_collection_freezes_what_is_alive_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the unfreeze and the full collection, what is alive goes back out of the
+    collected generations, so the next collections do not walk the caches."""
     monkeypatch.setattr(memory, "FULL_COLLECTION_EVERY_S", 0.0)
     kept = Node()
     memory.freeze()
     assert gc.get_freeze_count() > 0
+    assert not any(o is kept for o in gc.get_objects())  # frozen: collections skip it
     assert kept.itself is kept
