@@ -3,12 +3,13 @@ start` starts it (`--scheduling-policy priority`), serves a waiting keystroke be
 prefetches that arrived earlier, with the priorities Headstart's client sends.
 
 The engine runs one sequence at a time (`--max-num-seqs 1`), so that requests queue on
-this small machine as they do on a busy GPU: the order in which queued requests finish is
-the scheduler's order. First come, first served would finish the keystroke last.
-
-The test learns in which order vLLM received the requests from vLLM's own request log
-(`--enable-log-requests`), read once the engine is idle: on a busy 2-core CI machine
-vLLM's API server may answer no /metrics read while the engine generates.
+this small machine as they do on a busy GPU. Every prefetch is long (minutes of CPU
+generation) and each step waits for vLLM's own request log (`--enable-log-requests`), not
+for the clock: a CI machine that stalls the test process for tens of seconds cannot
+reorder what vLLM saw. Once the keystroke waits behind the running prefetch, that prefetch
+is cancelled (vLLM aborts it) and the next request the engine runs finishes first:
+the keystroke under priority scheduling, the first queued prefetch under first come,
+first served.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,12 +30,11 @@ from server.config import BackendSettings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]
 
-RUNNING_TOKENS = 600
-"""The prefetch that runs first: long enough (~15 s on this CPU) that the others queue
-behind it and the keystroke arrives while it still runs."""
-QUEUED_TOKENS = (161, 162)
-"""The prefetches that wait; each request's max_tokens tells it apart in vLLM's log."""
+PREFETCH_TOKENS = (3000, 2001, 2002)
+"""The running prefetch and the two queued ones: each ~1 minute of generation on this
+CPU, longer than any stall of the test process; max_tokens tells them apart in the log."""
 KEYSTROKE_TOKENS = 4
+LOG_WAIT_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -63,51 +64,69 @@ def arrival_order(log: Path) -> list[int]:
         for rid, n in re.findall(r"Received request (\S+): params: .*?max_tokens=(\d+)", text)
     }
     added = re.findall(r"Added request (\S+)-[0-9a-f]+\.$", text, re.M)
-    return [max_tokens[rid] for rid in added]
+    return [max_tokens[rid] for rid in added if rid in max_tokens]
+
+
+async def wait_for_arrivals(log: Path, count: int) -> list[int]:
+    """vLLM's engine has been given `count` requests: read from its log, which the API
+    server writes whatever the test process is doing."""
+    deadline = time.monotonic() + LOG_WAIT_S
+    while len(added := arrival_order(log)) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"vLLM was given {added} in {LOG_WAIT_S} s, not {count} requests")
+        await asyncio.sleep(0.1)
+    return added
 
 
 async def test_a_waiting_keystroke_goes_before_waiting_prefetches(
     one_at_a_time_vllm: LocalBackend,
 ) -> None:
     vllm = one_at_a_time_vllm
+    already = len(arrival_order(vllm.log_path))
     backend = CompletionBackend(
         BackendSettings(
             url=vllm.url,
-            first_chunk_timeout_ms=120_000,
-            chunk_gap_ms=60_000,
-            total_timeout_ms=300_000,
+            first_chunk_timeout_ms=300_000,
+            chunk_gap_ms=300_000,
+            total_timeout_ms=600_000,
         )
     )
-    finished: list[str] = []
-    first_running = asyncio.Event()
 
-    async def run(name: str, request: CompletionRequest) -> None:
+    async def run(request: CompletionRequest) -> None:
         async for _ in backend.stream(request):
-            if name == "running":
-                first_running.set()
-        finished.append(name)
+            pass
 
-    def prefetch(n: int, tokens: int) -> CompletionRequest:
+    def prefetch(n: int) -> CompletionRequest:
         return CompletionRequest(
-            f"# prefetch {n}\ndef f{n}(x):\n", tokens, priority=Priority.PREFETCH
+            f"# prefetch {n}\ndef f{n}(x):\n", PREFETCH_TOKENS[n], priority=Priority.PREFETCH
         )
 
+    running = asyncio.create_task(run(prefetch(0)))
+    waiting: dict[asyncio.Task[None], str] = {}
     try:
-        tasks = [asyncio.create_task(run("running", prefetch(0, RUNNING_TOKENS)))]
-        await asyncio.wait_for(first_running.wait(), 120)
-        for n, tokens in enumerate(QUEUED_TOKENS, start=1):
-            tasks.append(asyncio.create_task(run(f"queued {n}", prefetch(n, tokens))))
-        await asyncio.sleep(2)  # the queued prefetches reach vLLM before the keystroke
-        assert not finished, "the first prefetch ended before the keystroke was sent"
+        await wait_for_arrivals(vllm.log_path, already + 1)
+        for n in (1, 2):
+            waiting[asyncio.create_task(run(prefetch(n)))] = f"queued {n}"
+        await wait_for_arrivals(vllm.log_path, already + 3)
         keystroke = CompletionRequest("x = ", KEYSTROKE_TOKENS, priority=Priority.KEYSTROKE)
-        tasks.append(asyncio.create_task(run("keystroke", keystroke)))
-        await asyncio.gather(*tasks)
+        waiting[asyncio.create_task(run(keystroke))] = "keystroke"
+        added = (await wait_for_arrivals(vllm.log_path, already + 4))[already:]
+        assert not running.done(), "the running prefetch ended before the keystroke came"
+        running.cancel()
+        done, _ = await asyncio.wait(waiting, timeout=600, return_when=asyncio.FIRST_COMPLETED)
+        first = [waiting[task] for task in done]
+        for task in done:
+            task.result()  # a stream that broke fails the test with its error
     finally:
+        for task in [running, *waiting]:
+            task.cancel()
+        await asyncio.gather(running, *waiting, return_exceptions=True)
         await backend.aclose()
     await wait_until_idle(vllm.url)
 
     assert backend.sends_priority, "vLLM took the priority field"
-    added = arrival_order(vllm.log_path)
-    assert added[0] == RUNNING_TOKENS and sorted(added[1:3]) == sorted(QUEUED_TOKENS), added
+    assert added[0] == PREFETCH_TOKENS[0] and sorted(added[1:3]) == sorted(PREFETCH_TOKENS[1:]), (
+        added
+    )
     assert added[3] == KEYSTROKE_TOKENS, f"the keystroke reached vLLM after the prefetches: {added}"
-    assert finished[:2] == ["running", "keystroke"], finished
+    assert first == ["keystroke"], f"first to finish after the running prefetch: {first}"
