@@ -13,7 +13,8 @@ standard library.
 Run it with ``python tests/fake_openai.py --port 0``; it prints exactly one line to stdout,
 ``listening on 127.0.0.1:PORT``, and logs only to stderr.  Tests normally use the
 :class:`FakeBackend` helper at the bottom of this file, which spawns it and talks to its
-control endpoints (``/_script``, ``/_events``, ``/_reset``) with ``http.client``.
+control endpoints (``/_script``, ``/_events``, ``/_reset``, ``/_connections``) with
+``http.client``.
 """
 
 from __future__ import annotations
@@ -407,6 +408,7 @@ class Conn:
         self.writer = writer
         self.buf = bytearray()
         self.aborted = False
+        self.requests = 0
 
     async def _fill(self) -> bool:
         """Read more bytes into the buffer; False at end of stream."""
@@ -667,6 +669,8 @@ class FakeServer:
         self.active_completions = 0
         self.tasks: set[asyncio.Task[Any]] = set()
         self.prefix_cache = PrefixCache()
+        self.connections: set[Conn] = set()
+        self.connections_opened = 0
 
     # ---- connection loop
 
@@ -678,6 +682,8 @@ class FakeServer:
         if task is not None:
             self.tasks.add(task)
         conn = Conn(reader, writer)
+        self.connections.add(conn)
+        self.connections_opened += 1
         try:
             while True:
                 try:
@@ -691,6 +697,7 @@ class FakeServer:
                 if request is None:
                     break
                 self.requests_total += 1
+                conn.requests += 1
                 try:
                     keep = await self.dispatch(conn, request)
                 except BadRequest as exc:
@@ -711,6 +718,7 @@ class FakeServer:
             log.exception("handler crashed")
             conn.abort()
         finally:
+            self.connections.discard(conn)
             if task is not None:
                 self.tasks.discard(task)
             if not conn.aborted:
@@ -736,6 +744,7 @@ class FakeServer:
             "/_script": {"POST": self.set_script, "GET": self.get_script},
             "/_events": {"GET": self.get_events},
             "/_reset": {"POST": self.reset},
+            "/_connections": {"GET": self.get_connections},
         }
         methods = routes.get(req.path.rstrip("/") or "/")
         if methods is None:
@@ -830,6 +839,17 @@ class FakeServer:
     async def get_events(self, conn: Conn, req: Request) -> bool:
         """GET /_events: one record per completion request, oldest first."""
         return await conn.send_json(200, [e.to_json() for e in self.events])
+
+    async def get_connections(self, conn: Conn, req: Request) -> bool:
+        """GET /_connections: connections accepted so far, open now, and open without
+        a request ever sent on them (what a client's connection pool may leak)."""
+        idle_from_birth = sum(1 for c in self.connections if c.requests == 0)
+        counts = {
+            "opened": self.connections_opened,
+            "open": len(self.connections),
+            "never_used": idle_from_birth,
+        }
+        return await conn.send_json(200, counts)
 
     async def reset(self, conn: Conn, req: Request) -> bool:
         """POST /_reset: forget events and rules (in-flight requests carry on unrecorded)."""
@@ -1382,6 +1402,12 @@ class FakeBackend:
         if tokenizer is not None:
             body["tokenizer"] = str(tokenizer)
         self.call("POST", "/_script", body)
+
+    def connections(self) -> dict[str, int]:
+        """Connections accepted so far ("opened", this call's own included), open now
+        ("open"), and open with no request sent on them ("never_used")."""
+        counts: dict[str, int] = self.call("GET", "/_connections")
+        return counts
 
     def events(self) -> list[dict[str, Any]]:
         """One record per completion request so far, oldest first."""

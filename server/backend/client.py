@@ -1,8 +1,9 @@
 """Streaming client for an OpenAI-compatible completions API (vLLM in production).
 
 Timeouts are the ones typing needs (hundreds of milliseconds), not a library's minutes.
-Streams are consumed inside `async with`, so cancelling the caller's task closes the HTTP
-response at once and vLLM aborts the generation and frees the GPU.
+Cancelling the caller's task closes the HTTP response at once (or, while the request is
+still being sent, as soon as its headers come back), and vLLM aborts the generation and
+frees the GPU.
 """
 
 from __future__ import annotations
@@ -138,7 +139,11 @@ class CompletionBackend:
                 write=settings.connect_timeout_ms / 1000,
                 pool=settings.connect_timeout_ms / 1000,
             ),
-            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+            limits=httpx.Limits(
+                max_connections=32,
+                max_keepalive_connections=8,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
+            ),
             trust_env=False,
             transport=transport,
         )
@@ -151,8 +156,13 @@ class CompletionBackend:
         self.sends_priority = settings.send_priority
         """Whether requests carry their `priority`; off for good once the backend refuses
         the field (a vLLM started without `--scheduling-policy priority` may)."""
+        self._orphans: set[asyncio.Future[Any]] = set()
+        """Sends whose caller was cancelled, and the closing of their responses."""
 
     async def aclose(self) -> None:
+        for orphan in self._orphans:
+            orphan.cancel()  # the pool is closed next, so a leaked slot no longer matters
+        await asyncio.gather(*self._orphans, return_exceptions=True)
         await self._client.aclose()
 
     def open_connections(self) -> int:
@@ -325,7 +335,8 @@ class CompletionBackend:
         chunk-gap deadlines of typing; httpx's errors as BackendErrors."""
         deadline = self.settings.first_chunk_timeout_ms / 1000
         try:
-            async with self._client.stream("POST", "/completions", json=body) as response:
+            request = self._client.build_request("POST", "/completions", json=body)
+            async with self._open(request, stream=True) as response:
                 if response.status_code != 200:
                     detail = (await response.aread())[:300].decode("utf-8", "replace")
                     raise BackendRefused(
@@ -348,6 +359,7 @@ class CompletionBackend:
                         raise BackendProtocolError(f"not an SSE data line: {line[:80]!r}")
                     data = line[5:].strip()
                     if data == "[DONE]":
+                        await _read_to_end(lines)
                         return
                     chunk = _parse_chunk(data)
                     if stats.first_chunk is None:
@@ -371,11 +383,45 @@ class CompletionBackend:
         """One plain request (`url` relative to the backend's or absolute), httpx's errors
         as BackendErrors."""
         try:
-            return await self._client.request(method, url, **kwargs)
+            async with self._open(self._client.build_request(method, url, **kwargs)) as response:
+                return response
         except httpx.TimeoutException:
             raise BackendTimeout(f"{self._client.base_url.join(url)} timed out") from None
         except httpx.HTTPError as exc:
             raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+
+    @contextlib.asynccontextmanager
+    async def _open(
+        self, request: httpx.Request, *, stream: bool = False
+    ) -> AsyncGenerator[httpx.Response]:
+        """`request` sent, up to its response's headers (`stream`) or its whole body, where
+        a cancellation cannot interrupt it; the response closed on leaving.
+
+        httpcore 1.0.9 leaks a pool slot and its socket when a request is cancelled after
+        the pool gave it a new connection and before it was sent on it (encode/httpcore#1093):
+        the connection stays NEW for good, and once `max_connections` of them pile up every
+        request times out waiting for the pool. Typing cancels requests all the time, so
+        the send runs in a task of its own; a cancelled caller returns at once and the
+        response is closed as soon as it arrives."""
+        sending = asyncio.ensure_future(self._client.send(request, stream=stream))
+        try:
+            response = await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            self._orphans.add(sending)
+            sending.add_done_callback(self._close_orphan)
+            raise
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    def _close_orphan(self, sending: asyncio.Future[httpx.Response]) -> None:
+        self._orphans.discard(sending)
+        if sending.cancelled() or sending.exception() is not None:
+            return  # the error is nobody's to report: its caller has gone
+        closing = asyncio.ensure_future(sending.result().aclose())
+        self._orphans.add(closing)
+        closing.add_done_callback(self._orphans.discard)
 
     async def _get_json(self, path: str) -> Any:
         response = await self._send("GET", path)
@@ -386,6 +432,14 @@ class CompletionBackend:
         except ValueError:
             raise BackendProtocolError(f"{path} did not answer JSON") from None
 
+
+KEEPALIVE_EXPIRY_S = 4.0
+"""How long an idle connection is kept for the next request: under uvicorn's (vLLM's)
+5 s, so that the server does not close one just as a request is sent on it."""
+
+END_OF_BODY_WAIT_S = 0.2
+"""How long to read past `[DONE]` for the body's end, so that the connection goes back to
+the pool; a backend that sends more than that is cut off."""
 
 MAX_EVENT_BYTES = 1 << 20
 """The longest SSE line read: a completion event is a few hundred bytes, so a longer one
@@ -407,6 +461,16 @@ async def _sse_lines(response: httpx.Response) -> AsyncGenerator[str]:
             )
     if pending:
         yield pending.rstrip(b"\r").decode("utf-8", "replace")
+
+
+async def _read_to_end(lines: AsyncGenerator[str]) -> None:
+    """Read what follows `[DONE]`: a response read to its end leaves its connection
+    reusable, where closing it early closes the connection, and the next keystroke pays a
+    new TCP (and TLS) handshake."""
+    with contextlib.suppress(TimeoutError, BackendError, httpx.HTTPError):
+        async with asyncio.timeout(END_OF_BODY_WAIT_S):
+            async for _ in lines:
+                pass
 
 
 def key_may_travel(url: str) -> bool:
