@@ -259,3 +259,25 @@ async def test_a_lingering_job_that_fails_is_logged_not_lost(
         release.set()
         await asyncio.sleep(0.05)
     assert "broken after its caller left" in caplog.text
+
+
+async def test_a_continuation_cancelled_before_it_runs_closes_its_stream(
+    fake: FakeBackend,
+) -> None:
+    """A one-line suggestion hands its stream, still open, to a background task that
+    continues it; a keystroke may cancel that task before it ever ran. The stream, and
+    its connection to the model, is closed all the same."""
+    fake.script([{"text": "compute(items)\n" + LINES, "chunk_delay_ms": 20}])
+    backend = CompletionBackend(BackendSettings(url=fake.url))
+    text = "def totals(items):\n    value = █\n"
+    ctx = CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
+    try:
+        suggestion = await Completer(backend).complete(ctx, CompletionSettings())
+        assert suggestion.text == "compute(items)" and suggestion.more is not None
+        suggestion.more.cancel()  # before the event loop ran it once
+        kept = [suggestion]  # what holds it (the editor's state) does not drop it
+        (event,) = await fake.wait_for_async(lambda e: e[0]["closed_by"] is not None, timeout=3)
+        assert event["closed_by"] == "client" and not event["completed"], event
+        assert kept[0].more is not None and kept[0].more.cancelled()
+    finally:
+        await backend.aclose()

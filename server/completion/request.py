@@ -234,6 +234,7 @@ def render_request(
         stop_token_ids=prompt.stop_token_ids,
         temperature=settings.temperature,
         priority=priority,
+        document=f"{ctx.repo_name}/{ctx.file_path}",
     )
     return request, shape
 
@@ -252,6 +253,7 @@ class Completer:
         self.backend = backend
         self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
         self._slots: tuple[int, asyncio.Semaphore] | None = None
+        self._closing: set[asyncio.Future[None]] = set()
 
     def slots(self, limit: int) -> asyncio.Semaphore:
         """The global cap on model requests in flight, across documents (each document
@@ -344,6 +346,7 @@ class Completer:
             stream, received = rest
             block = continuation_shape(ctx, shape)
             suggestion.more = asyncio.create_task(self._continue(stream, received, block, ctx))
+            suggestion.more.add_done_callback(self._close_if_cancelled(stream))
         return suggestion
 
     @staticmethod
@@ -354,6 +357,21 @@ class Completer:
         if fits == settings.context_tokens:
             return settings
         return settings.model_copy(update={"context_tokens": fits})
+
+    def _close_if_cancelled(
+        self, stream: AsyncGenerator[str]
+    ) -> Callable[[asyncio.Task[str]], None]:
+        """A continuation cancelled before it ran never reaches its `finally`: its stream
+        is closed then, or its connection to the backend would stay open for good (and the
+        backend go on generating). Closing a stream already closed does nothing."""
+
+        def close(task: asyncio.Task[str]) -> None:
+            if task.cancelled():
+                closing = asyncio.ensure_future(stream.aclose())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+
+        return close
 
     async def _continue(
         self, stream: AsyncGenerator[str], received: str, block: CursorShape, ctx: CursorContext
