@@ -279,16 +279,40 @@ def load_tokenizer(path: str) -> Any:
     return Tokenizer.from_file(path)
 
 
+COMPACT_ALPHABET = "\n\t" + "".join(map(chr, range(32, 127)))
+"""The characters of pieces spelled compactly: printable ASCII, newline and tab."""
+_COMPACT_INDEX = {c: i + 1 for i, c in enumerate(COMPACT_ALPHABET)}  # 0: no character
+_COMPACT_BASE = len(COMPACT_ALPHABET) + 1
+COMPACT_CHARS = 4
+SPELLED_IN_BYTES = 1 << 31
+"""Ids at or above this spell their piece's UTF-8 bytes; below it, up to COMPACT_CHARS
+characters of COMPACT_ALPHABET in base 98, small like a real vocabulary's ids (which
+vllm-router, parsing prompts as 32-bit signed ints, requires)."""
+
+
 def token_id(piece: str, generated: bool) -> int:
     """The fake's vocabulary: a token's id spells its text (so any id decodes without a
-    table, across restarts) and says whether the model generated it (the low bit)."""
-    return (int.from_bytes(piece.encode("utf-8"), "big") << 1) | int(generated)
+    table, across restarts and replicas) and says whether the model generated it (the
+    low bit)."""
+    if len(piece) <= COMPACT_CHARS and all(c in _COMPACT_INDEX for c in piece):
+        code = 0
+        for c in piece:
+            code = code * _COMPACT_BASE + _COMPACT_INDEX[c]
+        return (code << 1) | int(generated)
+    return SPELLED_IN_BYTES + ((int.from_bytes(piece.encode("utf-8"), "big") << 1) | int(generated))
 
 
 def token_text(token: int) -> tuple[str, bool]:
-    value = token >> 1
+    generated = bool(token & 1)
+    if token < SPELLED_IN_BYTES:
+        code, chars = token >> 1, []
+        while code:
+            code, digit = divmod(code, _COMPACT_BASE)
+            chars.append(COMPACT_ALPHABET[digit - 1])
+        return "".join(reversed(chars)), generated
+    value = (token - SPELLED_IN_BYTES) >> 1
     data = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    return data.decode("utf-8", "replace"), bool(token & 1)
+    return data.decode("utf-8", "replace"), generated
 
 
 def prompt_token_ids(prompt: str) -> list[int]:
