@@ -134,6 +134,13 @@ class BackendSettings(_Section):
         "tokenizer (when it is found), so that vLLM's API server does not tokenize every "
         "prompt again. Text prompts go to other backends and when no tokenizer is found.",
     )
+    affinity: Literal["document", "workspace", "off"] = Field(
+        "document",
+        description="What a router in front of several vLLM replicas keeps together: each "
+        "request carries `X-Session-ID`, a hash of its document's (or workspace's) name, "
+        "that vllm-router's `consistent_hash` policy routes on, so one document's requests "
+        "reach the replica whose prefix cache holds its prompt. off: no header.",
+    )
     local: LocalBackendSettings = Field(default_factory=LocalBackendSettings)  # type: ignore[arg-type]
 
     @field_validator("url")

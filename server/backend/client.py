@@ -19,6 +19,7 @@ from enum import IntEnum
 from typing import Any
 
 import httpx
+import xxhash
 
 from server.backend.trace import RequestTrace
 from server.config import BackendSettings
@@ -75,6 +76,8 @@ class CompletionRequest:
     """Token ids sent instead of `prompt`, which holds the same text (sent instead where
     the backend refuses ids); a resumed stream's continuation is exact with them."""
     priority: Priority = Priority.KEYSTROKE
+    document: str = ""
+    """The document it is for (`workspace/path`), whose hash routes it to a replica."""
 
 
 @dataclass(frozen=True)
@@ -236,11 +239,12 @@ class CompletionBackend:
         """
         stats = stats or StreamStats()
         model = await self.model()
+        headers = self._affinity(request.document)
         ids_refused: BackendRefused | None = None
         while True:
             body = self._body(request, model, as_text=ids_refused is not None)
             try:
-                async with contextlib.aclosing(self._events(body, stats)) as chunks:
+                async with contextlib.aclosing(self._events(body, headers, stats)) as chunks:
                     async for chunk in chunks:
                         if ids_refused is not None and self.sends_token_ids:
                             self.sends_token_ids = False
@@ -305,14 +309,16 @@ class CompletionBackend:
                 body["priority"] = int(request.priority)
         return body
 
-    async def _events(self, body: dict[str, Any], stats: StreamStats) -> AsyncGenerator[Chunk]:
+    async def _events(
+        self, body: dict[str, Any], headers: dict[str, str], stats: StreamStats
+    ) -> AsyncGenerator[Chunk]:
         """`_post`, and the request traced when it ends (`log.requestTrace`)."""
         sent, started = time.time(), time.perf_counter()
         first_ms: float | None = None
         chunks = 0
         end = "error"
         try:
-            async with contextlib.aclosing(self._post(body, stats)) as events:
+            async with contextlib.aclosing(self._post(body, headers, stats)) as events:
                 async for chunk in events:
                     if first_ms is None:
                         first_ms = (time.perf_counter() - started) * 1000
@@ -330,12 +336,14 @@ class CompletionBackend:
                 end_ms = (time.perf_counter() - started) * 1000
                 self.trace.record(body, sent, first_ms, end_ms, chunks, end)
 
-    async def _post(self, body: dict[str, Any], stats: StreamStats) -> AsyncGenerator[Chunk]:
+    async def _post(
+        self, body: dict[str, Any], headers: dict[str, str], stats: StreamStats
+    ) -> AsyncGenerator[Chunk]:
         """POST /completions and its SSE events as chunks, with the first-chunk and
         chunk-gap deadlines of typing; httpx's errors as BackendErrors."""
         deadline = self.settings.first_chunk_timeout_ms / 1000
         try:
-            request = self._client.build_request("POST", "/completions", json=body)
+            request = self._client.build_request("POST", "/completions", json=body, headers=headers)
             async with self._open(request, stream=True) as response:
                 if response.status_code != 200:
                     detail = (await response.aread())[:300].decode("utf-8", "replace")
@@ -389,6 +397,15 @@ class CompletionBackend:
             raise BackendTimeout(f"{self._client.base_url.join(url)} timed out") from None
         except httpx.HTTPError as exc:
             raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+
+    def _affinity(self, document: str) -> dict[str, str]:
+        """The header a router's consistent hashing keeps one document's (or workspace's)
+        requests together by: a hash, so that no file name leaves in it."""
+        affinity = self.settings.affinity
+        if affinity == "off" or not document:
+            return {}
+        key = document if affinity == "document" else document.split("/", 1)[0]
+        return {"X-Session-ID": xxhash.xxh64_hexdigest(key.encode())}
 
     @contextlib.asynccontextmanager
     async def _open(
