@@ -9,20 +9,27 @@ change must lower. The cache is taken as unbounded (a 1.5B model's KV cache on a
 holds millions of tokens) and shared by every user of the trace.
 
     python benchmarks/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
+        [--replicas N]
 
 Prints, for all requests: the mean prompt, the cached share, and the uncached tokens per
 request (mean, p50, p90), split by where they start: the context before `<|fim_prefix|>`
 (snippets from other files), the text before the cursor, the text after it. With
 --suffix-tokens, each prompt's text after the cursor is first cut to N tokens (a what-if:
 the server cuts at a line end, within `completion.suffixShare` of the budget).
+With --replicas, the requests are spread over that many vLLM replicas, each with a cache
+of its own, as a router would spread them: by document (vllm-router's `consistent_hash`
+on the `X-Session-ID` Headstart sends, `backend.affinity`), at random, and round robin;
+one line each.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -35,7 +42,7 @@ BLOCK = 16
 SEGMENTS = ("context", "prefix", "suffix")
 
 
-def prompts(trace_dir: Path, tokenizer: Tokenizer) -> Iterator[list[int]]:
+def prompts(trace_dir: Path, tokenizer: Tokenizer) -> list[list[int]]:
     """Every recorded prompt as token ids, in the order they were sent (all users)."""
     sent: list[tuple[float, list[int]]] = []
     for path in sorted(trace_dir.glob("*.jsonl")):
@@ -44,8 +51,28 @@ def prompts(trace_dir: Path, tokenizer: Tokenizer) -> Iterator[list[int]]:
             prompt = record["body"]["prompt"]
             ids = prompt if isinstance(prompt, list) else tokenizer.encode(prompt).ids
             sent.append((record["sent"], ids))
-    for _, ids in sorted(sent, key=lambda item: item[0]):
-        yield ids
+    return [ids for _, ids in sorted(sent, key=lambda item: item[0])]
+
+
+def document_of(ids: list[int], file_sep: int, fim_prefix: int) -> tuple[int, ...]:
+    """What names a prompt's document: the tokens of the path between the last
+    `<|file_sep|>` before `<|fim_prefix|>` and it (the whole prompt's first tokens when
+    the template has no such marker)."""
+    end = ids.index(fim_prefix) if fim_prefix in ids else min(len(ids), 64)
+    start = max((i for i in range(end) if ids[i] == file_sep), default=-1) + 1
+    return tuple(ids[start:end])
+
+
+def routings(
+    replicas: int, document: Callable[[list[int]], tuple[int, ...]]
+) -> dict[str, Callable[[int, list[int]], int]]:
+    """How a router picks a replica for the n-th prompt."""
+    chance = random.Random(0)
+    return {
+        "by document": lambda n, ids: zlib.crc32(repr(document(ids)).encode()) % replicas,
+        "random": lambda n, ids: chance.randrange(replicas),
+        "round robin": lambda n, ids: n % replicas,
+    }
 
 
 def cut_suffix(ids: list[int], markers: tuple[int, int], limit: int) -> list[int]:
@@ -57,10 +84,14 @@ def cut_suffix(ids: list[int], markers: tuple[int, int], limit: int) -> list[int
     return ids[: min(end, start + limit)] + ids[end:]
 
 
-def uncached(requests: Iterable[list[int]]) -> Iterator[tuple[list[int], int]]:
-    """Each prompt and how many of its leading tokens the prefix cache held."""
-    cached_blocks: set[int] = set()
-    for ids in requests:
+def uncached(
+    requests: Iterable[list[int]], route: Callable[[int, list[int]], int] | None = None
+) -> Iterator[tuple[list[int], int]]:
+    """Each prompt and how many of its leading tokens the prefix cache held (the cache
+    of the replica `route` sends it to; one cache without it)."""
+    caches: dict[int, set[int]] = {}
+    for n, ids in enumerate(requests):
+        cached_blocks = caches.setdefault(route(n, ids) if route else 0, set())
         key, hit, counting = 0, 0, True
         for start in range(0, len(ids) - len(ids) % BLOCK, BLOCK):
             key = hash((key, *ids[start : start + BLOCK]))
@@ -70,6 +101,24 @@ def uncached(requests: Iterable[list[int]]) -> Iterator[tuple[list[int], int]]:
                 counting = False
                 cached_blocks.add(key)
         yield ids, hit
+
+
+def summary(sent: list[list[int]], route: Callable[[int, list[int]], int]) -> str:
+    """The cached share and the uncached tokens per request, routed by `route`, and how
+    evenly the replicas are loaded (the busiest replica's share of the requests)."""
+    assigned = [route(n, ids) for n, ids in enumerate(sent)]  # once: "random" draws
+    total = hits = 0
+    per_request: list[int] = []
+    for ids, hit in uncached(sent, lambda n, _: assigned[n]):
+        total, hits = total + len(ids), hits + hit
+        per_request.append(len(ids) - hit)
+    load = [assigned.count(replica) for replica in set(assigned)]
+    n = len(per_request)
+    return (
+        f"cached {hits / total:.1%}, uncached per request mean {sum(per_request) / n:.0f}, "
+        f"p50 {percentile(per_request, 0.5)}, p90 {percentile(per_request, 0.9)}; "
+        f"busiest replica {max(load) / n:.0%} of the requests"
+    )
 
 
 def percentile(values: list[int], share: float) -> int:
@@ -82,6 +131,7 @@ def main() -> int:
     parser.add_argument("trace", type=Path, help="a --record folder of user-N.jsonl")
     parser.add_argument("--tokenizer", type=Path, help="tokenizer.json for text prompts")
     parser.add_argument("--suffix-tokens", type=int, help="cut each suffix to this many first")
+    parser.add_argument("--replicas", type=int, help="spread the requests over N replicas")
     args = parser.parse_args()
     if args.tokenizer is None:
         from tokenizer_helpers import real_qwen_tokenizer_file
@@ -90,9 +140,15 @@ def main() -> int:
     tokenizer = Tokenizer.from_file(str(args.tokenizer))
     markers = [tokenizer.token_to_id(t) for t in ("<|fim_prefix|>", "<|fim_suffix|>")]
     middle = tokenizer.token_to_id("<|fim_middle|>")
-    sent: Iterable[list[int]] = prompts(args.trace, tokenizer)
+    sent = prompts(args.trace, tokenizer)
     if args.suffix_tokens is not None:
-        sent = (cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent)
+        sent = [cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent]
+    if args.replicas:
+        file_sep = tokenizer.token_to_id("<|file_sep|>")
+        spread = routings(args.replicas, lambda ids: document_of(ids, file_sep, markers[0]))
+        for name, route in spread.items():
+            print(f"{args.replicas} replicas, routed {name}: {summary(sent, route)}")
+        return 0
     total = hits = 0
     per_request: list[int] = []
     by_segment = dict.fromkeys(SEGMENTS, 0)

@@ -33,6 +33,25 @@ def test_only_whole_leading_blocks_seen_before_are_cached() -> None:
     assert again == 32  # both full blocks; the last 8 tokens never fill a block
 
 
+def test_each_replica_caches_only_the_prompts_it_was_sent() -> None:
+    sim = simulator()
+    prompt = list(range(32))
+    alternating = [hit for _, hit in sim.uncached([prompt] * 4, lambda n, ids: n % 2)]
+    assert alternating == [0, 0, 32, 32]
+    together = [hit for _, hit in sim.uncached([prompt] * 4, lambda n, ids: 0)]
+    assert together == [0, 32, 32, 32]
+
+
+def test_a_prompts_document_is_the_path_before_its_fim_prefix() -> None:
+    sim = simulator()
+    file_sep, fim_prefix = 90, 91
+    ids = [file_sep, 2, 3, 4, file_sep, 5, 6, fim_prefix, 9, 10]
+    assert sim.document_of(ids, file_sep, fim_prefix) == (5, 6)
+    route = sim.routings(4, lambda ids: sim.document_of(ids, file_sep, fim_prefix))["by document"]
+    edited = [file_sep, 7, file_sep, 5, 6, fim_prefix, 11]
+    assert route(0, ids) == route(1, edited)  # one document, one replica
+
+
 def test_the_suffix_cut_keeps_the_markers() -> None:
     sim = simulator()
     suffix, middle = 7, 8
