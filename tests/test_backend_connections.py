@@ -4,6 +4,7 @@ cancels requests all the time, and neither that nor finished streams may cost a 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from fake_openai import FakeBackend
 
@@ -11,6 +12,17 @@ from server.backend.client import CompletionBackend, CompletionRequest
 from server.config import BackendSettings
 
 TEXT = "value = compute(items)\n" * 4
+
+
+async def never_used_for_good(fake: FakeBackend, wait_s: float = 5.0) -> dict[str, int]:
+    """The fake's connection counts once no connection is left without a request, or
+    after `wait_s` (a cancelled send goes on to its response's headers meanwhile)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        counts = await asyncio.to_thread(fake.connections)
+        if counts["never_used"] == 0 or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.05)
 
 
 async def test_cancelled_requests_leave_no_connection_behind(fake: FakeBackend) -> None:
@@ -32,8 +44,7 @@ async def test_cancelled_requests_leave_no_connection_behind(fake: FakeBackend) 
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.sleep(0.3)  # the cancelled sends' responses arrive and are closed
-        left = await asyncio.to_thread(fake.connections)
+        left = await never_used_for_good(fake)
         assert left["never_used"] == 0, left
         async for _ in backend.stream(CompletionRequest("y = ", 8)):
             pass  # and the next request is served
