@@ -481,9 +481,9 @@ async def _sse_lines(response: httpx.Response) -> AsyncGenerator[str]:
 
 
 async def _read_to_end(lines: AsyncGenerator[str]) -> None:
-    """Read what follows `[DONE]`: a response read to its end leaves its connection
-    reusable, where closing it early closes the connection, and the next keystroke pays a
-    new TCP (and TLS) handshake."""
+    """Read what follows `[DONE]` (the end of the chunked body): a response read to its end
+    leaves its connection to the next request, where closing it a few bytes short closes
+    the connection, and the next request pays a new TCP (and TLS) handshake."""
     with contextlib.suppress(TimeoutError, BackendError, httpx.HTTPError):
         async with asyncio.timeout(END_OF_BODY_WAIT_S):
             async for _ in lines:
