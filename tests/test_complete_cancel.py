@@ -281,3 +281,70 @@ async def test_a_continuation_cancelled_before_it_runs_closes_its_stream(
         assert kept[0].more is not None and kept[0].more.cancelled()
     finally:
         await backend.aclose()
+
+
+class SlowCloseStream(httpx.AsyncByteStream):
+    """A response body whose close takes a while (a TLS close on a slow network, or a
+    busy event loop): `closed` is set once it has really closed."""
+
+    def __init__(self, inner: httpx.AsyncByteStream) -> None:
+        self.inner = inner
+        self.closing = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closing.set()
+        await asyncio.sleep(0.3)
+        await self.inner.aclose()
+        self.closed.set()
+
+
+class SlowCloseTransport(httpx.AsyncBaseTransport):
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.streams: list[SlowCloseStream] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if not request.url.path.endswith("/completions"):
+            return response
+        stream = SlowCloseStream(response.stream)  # type: ignore[arg-type]
+        self.streams.append(stream)
+        return httpx.Response(response.status_code, headers=response.headers, stream=stream)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_completion_cancelled_again_while_closing_its_stream_still_closes_it(
+    fake: FakeBackend,
+) -> None:
+    """A cancelled completion that has not ended is cancelled again (`LatestOnly`, every
+    `retry_s`); if that lands while it closes its stream, the close still runs to its end.
+    Cut short, it left the HTTP response open: the connection busy for good, and the
+    backend generating to the end for nobody."""
+    fake.script([{"text": LINES, "chunk_delay_ms": 20}])
+    transport = SlowCloseTransport()
+    backend = CompletionBackend(BackendSettings(url=fake.url), transport=transport)
+    text = "def totals(items):\n    █\n"
+    ctx = CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
+    settings = CompletionSettings(max_lines=100, multiline_max_tokens=2000)
+    try:
+        job = asyncio.create_task(Completer(backend).complete(ctx, settings))
+        while not transport.streams:
+            await asyncio.sleep(0.01)
+        (stream,) = transport.streams
+        await asyncio.sleep(0.1)  # streaming
+        job.cancel()
+        await asyncio.wait_for(stream.closing.wait(), 2)
+        job.cancel()  # again, while the stream closes
+
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(job, 1.0)
+        await asyncio.wait_for(stream.closed.wait(), 2)
+    finally:
+        await backend.aclose()

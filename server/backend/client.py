@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -430,7 +430,7 @@ class CompletionBackend:
         try:
             yield response
         finally:
-            await response.aclose()
+            await close_uninterrupted(response.aclose())
 
     def _close_orphan(self, sending: asyncio.Future[httpx.Response]) -> None:
         self._orphans.discard(sending)
@@ -478,6 +478,22 @@ async def _sse_lines(response: httpx.Response) -> AsyncGenerator[str]:
             )
     if pending:
         yield pending.rstrip(b"\r").decode("utf-8", "replace")
+
+
+_CLOSING: set[asyncio.Future[None]] = set()
+"""Closes in flight (a task only the event loop references may be collected midway)."""
+
+
+async def close_uninterrupted(close: Coroutine[Any, Any, None]) -> None:
+    """Await `close` (a stream's or a response's `aclose()`) in a task of its own, which a
+    cancellation of the caller does not reach: the caller stops at once and the close runs
+    to its end. A cancelled completion is cancelled again while it closes its stream (until
+    it ends, `LatestOnly`); a close cut short leaves the HTTP response open, so the
+    connection stays busy for good and the backend generates to the end for nobody."""
+    closing = asyncio.ensure_future(close)
+    _CLOSING.add(closing)
+    closing.add_done_callback(_CLOSING.discard)
+    await asyncio.shield(closing)
 
 
 async def _read_to_end(lines: AsyncGenerator[str]) -> None:

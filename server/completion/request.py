@@ -26,6 +26,7 @@ from server.backend.client import (
     ModelInfo,
     Priority,
     StreamStats,
+    close_uninterrupted,
 )
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
@@ -392,7 +393,7 @@ class Completer:
             kept = salvage(text, block)
             log.debug("background continuation ended early: %s", exc or "timeout")
         finally:
-            await stream.aclose()
+            await close_uninterrupted(stream.aclose())
         return keep_parsing(ctx.text, ctx.offset, kept, ctx.language)
 
     async def _stream_until_stop(
@@ -430,7 +431,7 @@ class Completer:
                             return apply_stops(received, shape, final=True)[0], None, None
                 finally:
                     if not handed_over:
-                        await stream.aclose()
+                        await close_uninterrupted(stream.aclose())
             return apply_stops(received, shape, final=True)[0], None, None
         except BackendError as exc:
             error = str(exc)

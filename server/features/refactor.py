@@ -41,6 +41,7 @@ from server.backend.client import (
     CompletionRequest,
     Priority,
     StreamStats,
+    close_uninterrupted,
 )
 from server.completion.context import (
     Budget,
@@ -553,7 +554,7 @@ async def generate(
                     if progress is not None:
                         progress(characters, lines)
             finally:
-                await stream.aclose()
+                await close_uninterrupted(stream.aclose())
     except BackendError as exc:
         raise RefactorError(f"the model did not answer: {exc}") from None
     except TimeoutError:
