@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -43,26 +44,37 @@ class SwallowedCancelStream(httpx.AsyncByteStream):
             self.handed_over.set()
 
 
-class SwallowingTransport(httpx.AsyncBaseTransport):
-    """httpx's own transport, with each completion body replayed by SwallowedCancelStream
-    (the body is read whole first, so that the only waits are the swallowing ones)."""
+class CompletionBodyTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, with each completion's body replaced by what `wrap` makes of
+    the response (`streams` keeps them)."""
 
     def __init__(self) -> None:
         self.inner = httpx.AsyncHTTPTransport()
-        self.streams: list[SwallowedCancelStream] = []
+        self.streams: list[Any] = []
+
+    async def wrap(self, response: httpx.Response) -> httpx.AsyncByteStream:
+        raise NotImplementedError
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
         if not request.url.path.endswith("/completions"):
             return response
-        body = [chunk async for chunk in response.stream]  # type: ignore[union-attr]
-        await response.aclose()
-        stream = SwallowedCancelStream(body)
+        stream = await self.wrap(response)
         self.streams.append(stream)
         return httpx.Response(response.status_code, headers=response.headers, stream=stream)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class SwallowingTransport(CompletionBodyTransport):
+    """Each completion body replayed by SwallowedCancelStream (the body is read whole
+    first, so that the only waits are the swallowing ones)."""
+
+    async def wrap(self, response: httpx.Response) -> httpx.AsyncByteStream:
+        body = [chunk async for chunk in response.stream]  # type: ignore[union-attr]
+        await response.aclose()
+        return SwallowedCancelStream(body)
 
 
 async def test_a_cancel_lost_below_the_completer_still_stops_the_stream(
@@ -303,21 +315,9 @@ class SlowCloseStream(httpx.AsyncByteStream):
         self.closed.set()
 
 
-class SlowCloseTransport(httpx.AsyncBaseTransport):
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.streams: list[SlowCloseStream] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.inner.handle_async_request(request)
-        if not request.url.path.endswith("/completions"):
-            return response
-        stream = SlowCloseStream(response.stream)  # type: ignore[arg-type]
-        self.streams.append(stream)
-        return httpx.Response(response.status_code, headers=response.headers, stream=stream)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+class SlowCloseTransport(CompletionBodyTransport):
+    async def wrap(self, response: httpx.Response) -> httpx.AsyncByteStream:
+        return SlowCloseStream(response.stream)  # type: ignore[arg-type]
 
 
 async def test_a_completion_cancelled_again_while_closing_its_stream_still_closes_it(
