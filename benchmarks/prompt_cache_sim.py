@@ -29,6 +29,7 @@ import json
 import random
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -103,22 +104,24 @@ def uncached(
         yield ids, hit
 
 
-def summary(sent: list[list[int]], route: Callable[[int, list[int]], int]) -> str:
-    """The cached share and the uncached tokens per request, routed by `route`, and how
-    evenly the replicas are loaded (the busiest replica's share of the requests)."""
-    assigned = [route(n, ids) for n, ids in enumerate(sent)]  # once: "random" draws
-    total = hits = 0
-    per_request: list[int] = []
-    for ids, hit in uncached(sent, lambda n, _: assigned[n]):
-        total, hits = total + len(ids), hits + hit
-        per_request.append(len(ids) - hit)
-    load = [assigned.count(replica) for replica in set(assigned)]
-    n = len(per_request)
+def figures(cached: list[tuple[list[int], int]]) -> str:
+    """The cached share of `uncached`'s prompts, and the tokens computed per request."""
+    total = sum(len(ids) for ids, _ in cached)
+    per_request = [len(ids) - hit for ids, hit in cached]
     return (
-        f"cached {hits / total:.1%}, uncached per request mean {sum(per_request) / n:.0f}, "
-        f"p50 {percentile(per_request, 0.5)}, p90 {percentile(per_request, 0.9)}; "
-        f"busiest replica {max(load) / n:.0%} of the requests"
+        f"cached {1 - sum(per_request) / total:.1%}; "
+        f"uncached per request mean {sum(per_request) / len(per_request):.0f}, "
+        f"p50 {percentile(per_request, 0.5)}, p90 {percentile(per_request, 0.9)}"
     )
+
+
+def summary(sent: list[list[int]], route: Callable[[int, list[int]], int]) -> str:
+    """`figures` with the prompts routed by `route`, and how evenly the replicas are
+    loaded (the busiest replica's share of the requests)."""
+    assigned = [route(n, ids) for n, ids in enumerate(sent)]  # once: "random" draws
+    cached = list(uncached(sent, lambda n, _: assigned[n]))
+    busiest = max(Counter(assigned).values())
+    return f"{figures(cached)}; busiest replica {busiest / len(sent):.0%} of the requests"
 
 
 def percentile(values: list[int], share: float) -> int:
@@ -141,6 +144,9 @@ def main() -> int:
     markers = [tokenizer.token_to_id(t) for t in ("<|fim_prefix|>", "<|fim_suffix|>")]
     middle = tokenizer.token_to_id("<|fim_middle|>")
     sent = prompts(args.trace, tokenizer)
+    if not sent:
+        print("no requests in the trace", file=sys.stderr)
+        return 1
     if args.suffix_tokens is not None:
         sent = [cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent]
     if args.replicas:
@@ -149,26 +155,17 @@ def main() -> int:
         for name, route in spread.items():
             print(f"{args.replicas} replicas, routed {name}: {summary(sent, route)}")
         return 0
-    total = hits = 0
-    per_request: list[int] = []
+    cached = list(uncached(sent))
     by_segment = dict.fromkeys(SEGMENTS, 0)
-    for ids, hit in uncached(sent):
-        total, hits = total + len(ids), hits + hit
-        per_request.append(len(ids) - hit)
+    for ids, hit in cached:
         bounds = [ids.index(m) if m in ids else len(ids) for m in markers]
         starts = (0, *bounds)
         ends = (*bounds, len(ids))
         for name, start, end in zip(SEGMENTS, starts, ends, strict=True):
             by_segment[name] += max(0, end - max(start, hit))
-    n = len(per_request)
-    if not n:
-        print("no requests in the trace", file=sys.stderr)
-        return 1
-    print(
-        f"{n} requests, prompt mean {total / n:.0f} tokens, cached {hits / total:.1%}; "
-        f"uncached per request mean {sum(per_request) / n:.0f}, "
-        f"p50 {percentile(per_request, 0.5)}, p90 {percentile(per_request, 0.9)}"
-    )
+    n = len(cached)
+    mean_prompt = sum(len(ids) for ids in sent) / n
+    print(f"{n} requests, prompt mean {mean_prompt:.0f} tokens, {figures(cached)}")
     print(
         "uncached tokens by segment: "
         + ", ".join(f"{name} {count / n:.0f}/request" for name, count in by_segment.items())
