@@ -159,8 +159,8 @@ class CompletionBackend:
         self.sends_priority = settings.send_priority
         """Whether requests carry their `priority`; off for good once the backend refuses
         the field (a vLLM started without `--scheduling-policy priority` may)."""
-        self._orphans: set[asyncio.Future[Any]] = set()
-        """Sends whose caller was cancelled, and the closing of their responses."""
+        self._orphans: set[asyncio.Future[httpx.Response]] = set()
+        """Sends whose caller was cancelled (their responses are closed when they come)."""
 
     async def aclose(self) -> None:
         for orphan in self._orphans:
@@ -436,9 +436,7 @@ class CompletionBackend:
         self._orphans.discard(sending)
         if sending.cancelled() or sending.exception() is not None:
             return  # the error is nobody's to report: its caller has gone
-        closing = asyncio.ensure_future(sending.result().aclose())
-        self._orphans.add(closing)
-        closing.add_done_callback(self._orphans.discard)
+        close_in_background(sending.result().aclose())
 
     async def _get_json(self, path: str) -> Any:
         response = await self._send("GET", path)
@@ -484,16 +482,22 @@ _CLOSING: set[asyncio.Future[None]] = set()
 """Closes in flight (a task only the event loop references may be collected midway)."""
 
 
-async def close_uninterrupted(close: Coroutine[Any, Any, None]) -> None:
-    """Await `close` (a stream's or a response's `aclose()`) in a task of its own, which a
-    cancellation of the caller does not reach: the caller stops at once and the close runs
-    to its end. A cancelled completion is cancelled again while it closes its stream (until
-    it ends, `LatestOnly`); a close cut short leaves the HTTP response open, so the
-    connection stays busy for good and the backend generates to the end for nobody."""
+def close_in_background(close: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
+    """Run `close` (a stream's or a response's `aclose()`) in a task of its own, held
+    until it ends."""
     closing = asyncio.ensure_future(close)
     _CLOSING.add(closing)
     closing.add_done_callback(_CLOSING.discard)
-    await asyncio.shield(closing)
+    return closing
+
+
+async def close_uninterrupted(close: Coroutine[Any, Any, None]) -> None:
+    """Await `close` in a task of its own, which a cancellation of the caller does not
+    reach: the caller stops at once and the close runs to its end. A cancelled completion
+    is cancelled again while it closes its stream (until it ends, `LatestOnly`); a close
+    cut short leaves the HTTP response open, so the connection stays busy for good and the
+    backend generates to the end for nobody."""
+    await asyncio.shield(close_in_background(close))
 
 
 async def _read_to_end(lines: AsyncGenerator[str]) -> None:

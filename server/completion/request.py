@@ -26,6 +26,7 @@ from server.backend.client import (
     ModelInfo,
     Priority,
     StreamStats,
+    close_in_background,
     close_uninterrupted,
 )
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
@@ -254,7 +255,6 @@ class Completer:
         self.backend = backend
         self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
         self._slots: tuple[int, asyncio.Semaphore] | None = None
-        self._closing: set[asyncio.Future[None]] = set()
 
     def slots(self, limit: int) -> asyncio.Semaphore:
         """The global cap on model requests in flight, across documents (each document
@@ -347,7 +347,7 @@ class Completer:
             stream, received = rest
             block = continuation_shape(ctx, shape)
             suggestion.more = asyncio.create_task(self._continue(stream, received, block, ctx))
-            suggestion.more.add_done_callback(self._close_if_cancelled(stream))
+            suggestion.more.add_done_callback(close_if_cancelled(stream))
         return suggestion
 
     @staticmethod
@@ -358,21 +358,6 @@ class Completer:
         if fits == settings.context_tokens:
             return settings
         return settings.model_copy(update={"context_tokens": fits})
-
-    def _close_if_cancelled(
-        self, stream: AsyncGenerator[str]
-    ) -> Callable[[asyncio.Task[str]], None]:
-        """A continuation cancelled before it ran never reaches its `finally`: its stream
-        is closed then, or its connection to the backend would stay open for good (and the
-        backend go on generating). Closing a stream already closed does nothing."""
-
-        def close(task: asyncio.Task[str]) -> None:
-            if task.cancelled():
-                closing = asyncio.ensure_future(stream.aclose())
-                self._closing.add(closing)
-                closing.add_done_callback(self._closing.discard)
-
-        return close
 
     async def _continue(
         self, stream: AsyncGenerator[str], received: str, block: CursorShape, ctx: CursorContext
@@ -451,6 +436,18 @@ def raise_if_cancelled() -> None:
     if task is not None and task.cancelling():
         log.warning("a cancellation was lost on the way; stopping the request now")
         raise asyncio.CancelledError
+
+
+def close_if_cancelled(stream: AsyncGenerator[str]) -> Callable[[asyncio.Task[str]], None]:
+    """A continuation cancelled before it ran never reaches its `finally`: its stream is
+    closed then, or its connection to the backend would stay open for good (and the
+    backend go on generating). Closing a stream already closed does nothing."""
+
+    def close(task: asyncio.Task[str]) -> None:
+        if task.cancelled():
+            close_in_background(stream.aclose())
+
+    return close
 
 
 def continuation_shape(ctx: CursorContext, shape: CursorShape) -> CursorShape:
