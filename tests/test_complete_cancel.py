@@ -18,9 +18,17 @@ import pytest
 from fake_openai import FakeBackend
 
 from server.backend.client import CompletionBackend
-from server.completion.request import MAX_CANCELS, Completer, CursorContext, Joined, LatestOnly
+from server.completion.request import (
+    MAX_CANCELS,
+    Completer,
+    CursorContext,
+    Joined,
+    LatestOnly,
+    Suggestion,
+)
 from server.config import BackendSettings, CompletionSettings
 
+BLOCK = "def totals(items):\n    █\n"
 LINES = "".join(f"total_{n} = compute(items, {n})\n" for n in range(60))
 """A long block: streamed to its end, it takes a few seconds through the slow layer."""
 
@@ -77,20 +85,31 @@ class SwallowingTransport(CompletionBodyTransport):
         return SwallowedCancelStream(body)
 
 
+def cursor(text: str) -> CursorContext:
+    """`text` with the cursor at its █, in shop/totals.py."""
+    return CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
+
+
+async def complete_block(
+    backend: CompletionBackend, transport: CompletionBodyTransport
+) -> tuple[asyncio.Task[Suggestion], Any]:
+    """A block completion under way, and the body it is streaming (once it has one)."""
+    settings = CompletionSettings(max_lines=100, multiline_max_tokens=2000)
+    job = asyncio.create_task(Completer(backend).complete(cursor(BLOCK), settings))
+    while not transport.streams:
+        await asyncio.sleep(0.01)
+    (stream,) = transport.streams
+    return job, stream
+
+
 async def test_a_cancel_lost_below_the_completer_still_stops_the_stream(
     fake: FakeBackend,
 ) -> None:
     fake.script([{"text": LINES}])
     transport = SwallowingTransport()
     backend = CompletionBackend(BackendSettings(url=fake.url), transport=transport)
-    text = "def totals(items):\n    █\n"
-    ctx = CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
-    settings = CompletionSettings(max_lines=100, multiline_max_tokens=2000)
     try:
-        job = asyncio.create_task(Completer(backend).complete(ctx, settings))
-        while not transport.streams:
-            await asyncio.sleep(0.01)
-        (stream,) = transport.streams
+        job, stream = await complete_block(backend, transport)
         await asyncio.wait_for(stream.handed_over.wait(), 5)
 
         job.cancel()
@@ -281,8 +300,7 @@ async def test_a_continuation_cancelled_before_it_runs_closes_its_stream(
     its connection to the model, is closed all the same."""
     fake.script([{"text": "compute(items)\n" + LINES, "chunk_delay_ms": 20}])
     backend = CompletionBackend(BackendSettings(url=fake.url))
-    text = "def totals(items):\n    value = █\n"
-    ctx = CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
+    ctx = cursor("def totals(items):\n    value = █\n")
     try:
         suggestion = await Completer(backend).complete(ctx, CompletionSettings())
         assert suggestion.text == "compute(items)" and suggestion.more is not None
@@ -330,14 +348,8 @@ async def test_a_completion_cancelled_again_while_closing_its_stream_still_close
     fake.script([{"text": LINES, "chunk_delay_ms": 20}])
     transport = SlowCloseTransport()
     backend = CompletionBackend(BackendSettings(url=fake.url), transport=transport)
-    text = "def totals(items):\n    █\n"
-    ctx = CursorContext(text.replace("█", ""), text.index("█"), "totals.py", "shop")
-    settings = CompletionSettings(max_lines=100, multiline_max_tokens=2000)
     try:
-        job = asyncio.create_task(Completer(backend).complete(ctx, settings))
-        while not transport.streams:
-            await asyncio.sleep(0.01)
-        (stream,) = transport.streams
+        job, stream = await complete_block(backend, transport)
         await asyncio.sleep(0.1)  # streaming
         job.cancel()
         await asyncio.wait_for(stream.closing.wait(), 2)
