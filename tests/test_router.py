@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import pytest
@@ -37,6 +38,8 @@ from pytest_lsp import LanguageClient
 from server.backend.client import CompletionBackend, CompletionRequest
 from server.backend.local_vllm import free_port
 from server.config import BackendSettings
+
+Affinity = Literal["document", "workspace", "off"]
 
 ROUTER_FLAGS = ("--policy", "consistent_hash", "--cb-failure-threshold", "2")
 """As docs/team.md starts vllm-router."""
@@ -112,10 +115,12 @@ async def routed(
     await lsp_client.shutdown_session()
 
 
-async def session_ids(fake: FakeBackend, affinity: str, documents: list[str]) -> list[str | None]:
+async def session_ids(
+    fake: FakeBackend, affinity: Affinity, documents: list[str]
+) -> list[str | None]:
     """The `X-Session-ID` of a request for each document, with `affinity`."""
     fake.script([{"text": "1\n"}])
-    backend = CompletionBackend(BackendSettings(url=fake.url, affinity=affinity))  # type: ignore[arg-type]
+    backend = CompletionBackend(BackendSettings(url=fake.url, affinity=affinity))
     try:
         for document in documents:
             async for _ in backend.stream(CompletionRequest("x = ", 4, document=document)):
@@ -137,6 +142,12 @@ async def test_the_session_key_is_a_hash_of_the_document_or_workspace(fake: Fake
     assert await session_ids(fake, "off", documents) == [None] * 4
 
 
+DOCUMENTS = 16
+"""Where the router's hash ring puts each document depends on the replicas' ports, which
+change from run to run: with 6 documents all landed on one replica in about 3% of runs,
+with 16 in 1 of 30,000."""
+
+
 async def test_one_documents_requests_go_to_one_replica(
     routed: LanguageClient,
     replicas: tuple[FakeBackend, FakeBackend],
@@ -146,7 +157,7 @@ async def test_one_documents_requests_go_to_one_replica(
     for name, fake in zip(("first", "second"), replicas, strict=True):
         fake.script([{"text": f"from_{name}()\n"}])
     served: dict[str, set[str]] = {}
-    for n in range(6):
+    for n in range(DOCUMENTS):
         uri = open_document(routed, workspace / f"module_{n}.py", "x = \n")
         line = "x = "
         for version in (2, 3):
@@ -163,9 +174,9 @@ async def test_one_documents_requests_go_to_one_replica(
     )
     assert {answer for (answer,) in served.values()} == {"from_first()", "from_second()"}, served
     keys = {e["headers"].get("x-session-id") for fake in replicas for e in fake.events()}
-    assert len(keys) == 6 and all(key and len(key) == 16 for key in keys), keys
+    assert len(keys) == DOCUMENTS and all(key and len(key) == 16 for key in keys), keys
     sent = [e for fake in replicas for e in fake.events()]
-    assert len(sent) == 12, "a request for each document and name"
+    assert len(sent) == 2 * DOCUMENTS, "a request for each document and name"
     assert not any("module_" in str(e["headers"]) for e in sent), "a file name left in a header"
 
 
