@@ -2,7 +2,8 @@
 # HERE (PyPI reachable): stage what benchmarks/gpu_eval.sh needs on the GPU machine.
 #   usage: benchmarks/stage_gpu_eval.sh [STAGE_DIR]     (default: .gpu of this checkout)
 #   TASK_SET=heldout: the packages of benchmarks/heldout_packages.txt instead of the eval's
-#   dev list (a check on packages never looked at while tuning)
+#   dev list (a check on packages never looked at while tuning); TASK_SET=unseen: the
+#   packages of benchmarks/unseen_packages.txt, in neither list (made with seed 24)
 # STAGE_DIR must be git-ignored (.gpu/ is, through .git/info/exclude) in the checkout whose
 # working tree the device tool sends. Leaves there:
 #   wheels/           the cp312 manylinux wheels of benchmarks/gpu_requirements.txt (~35 MB)
@@ -18,6 +19,8 @@ py=${EVAL_PYTHON:-python3}
 set_name=${TASK_SET:-dev}
 packages=$eval_dir/dev_packages.txt
 [ "$set_name" = dev ] || packages=$repo/benchmarks/${set_name}_packages.txt
+seed=${SEED:-0}
+[ "$set_name" = unseen ] && seed=${SEED:-24}
 
 # The checkout that holds the stage folder is the one whose working tree travels.
 top=$(git -C "$(dirname "$stage")" rev-parse --show-toplevel 2>/dev/null || dirname "$stage")
@@ -27,7 +30,7 @@ fi
 
 # 1. The dev task set (sdists from PyPI; make_tasks.py caches them).
 if [ ! -f "$stage/eval/$set_name/tasks.jsonl" ]; then
-  "$py" "$eval_dir/make_tasks.py" --packages "$packages" --out "$stage/eval/$set_name"
+  "$py" "$eval_dir/make_tasks.py" --packages "$packages" --seed "$seed" --out "$stage/eval/$set_name"
 fi
 
 # 2. One archive: the tasks, their repositories and the eval's scripts (../shared does not
