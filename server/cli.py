@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     start.add_argument("--timeout", type=int, help="seconds to wait for it (default 900)")
     start.add_argument(
+        "--replicas", type=int, help="vLLMs to start behind vllm-router (default 1: no router)"
+    )
+    start.add_argument(
         "vllm_args",
         nargs=argparse.REMAINDER,
         metavar="-- VLLM_ARGS",
@@ -291,6 +294,7 @@ def backend_command(args: argparse.Namespace) -> int:
         "maxModelLen": getattr(args, "max_model_len", None),
         "startupTimeoutS": args.timeout if args.backend_command == "start" else None,
         "extraArgs": [a for a in getattr(args, "vllm_args", None) or [] if a != "--"] or None,
+        "replicas": getattr(args, "replicas", None),
     }
     options = {"backend": {"local": {k: v for k, v in local.items() if v is not None}}}
     try:
@@ -424,8 +428,23 @@ def _describe_local(status: BackendStatus) -> str:
             f"  model {state.model_path}{weights}; context {state.max_model_len} tokens",
             f"  started by {state.started_by}; log {state.log_path}",
             f"  command {' '.join(state.command)}",
+            *_describe_replicas(status),
         ]
     )
+
+
+def _describe_replicas(status: BackendStatus) -> list[str]:
+    """A line per replica behind the router: where it listens, whether it answers."""
+    assert status.state is not None
+    lines = []
+    for index, (worker, health) in enumerate(
+        zip(status.state.workers, status.workers, strict=True), 1
+    ):
+        answer = "answering" if health.healthy else "not answering"
+        lines.append(
+            f"  replica {index}: {worker.url}, pid {worker.pid}, {answer}; log {worker.log_path}"
+        )
+    return lines
 
 
 def _duration(seconds: float) -> str:

@@ -73,6 +73,14 @@ class LocalBackendSettings(_Section):
     extra_args: tuple[str, ...] = Field(
         (), description='More `vllm serve` arguments, e.g. ["--quantization", "fp8"].'
     )
+    replicas: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="vLLMs to start; more than 1 puts vllm-router (pip install "
+        "'headstart[router]') in front of them on `port`: one replica a GPU while there "
+        "are GPUs enough, else they split gpuMemoryUtilization.",
+    )
 
 
 class BackendSettings(_Section):

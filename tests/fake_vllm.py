@@ -11,6 +11,8 @@ What it does is chosen with environment variables:
   FAKE_VLLM_ARGS_FILE      append this start's arguments (one JSON line) to the file
   FAKE_VLLM_LOAD_S         seconds of "loading the model" before it listens (default 0)
   FAKE_VLLM_FAIL           log this line and exit with code 1 during start-up
+  FAKE_VLLM_FAIL_ONCE      a path: the first start to create it fails as FAKE_VLLM_FAIL does
+                           (one replica of several running out of memory), the others serve
   FAKE_VLLM_TEXT           what the fake model answers (fake_openai's --default-text)
   FAKE_VLLM_ENGINE         1: start an "engine core" child in its process group, as vLLM does;
                            its pid goes to FAKE_VLLM_ENGINE_PID_FILE
@@ -41,6 +43,14 @@ while True:
 """
 
 
+def _first_to_create(path: str) -> bool:
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--model", required=True)
@@ -69,7 +79,8 @@ def main() -> int:
     while time.monotonic() < deadline:
         print(f"INFO Loading weights ({deadline - time.monotonic():.1f} s left)", flush=True)
         time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-    if failure := os.environ.get("FAKE_VLLM_FAIL"):
+    once = os.environ.get("FAKE_VLLM_FAIL_ONCE")
+    if (failure := os.environ.get("FAKE_VLLM_FAIL")) and (not once or _first_to_create(once)):
         print(f"ERROR {failure}", flush=True)
         return 1
     name = args.served_model_name or args.model

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import FAKE_VLLM, ROOT, server_env
+from conftest import FAKE_VLLM, ROOT, require_router, server_env
 from fake_openai import FakeBackend
 
 from server.backend.process import (
@@ -29,6 +30,7 @@ from server.backend.process import (
     plan_launch,
     state_lock,
 )
+from server.backend.router import place_replicas
 from server.config import load_settings
 
 H200 = "GPU 0: NVIDIA H200 (UUID: GPU-0b1c2d3e)"
@@ -357,3 +359,106 @@ def test_what_is_missing_is_said_with_what_to_do(
         plan_launch(spec_for(chosen), machine, port=1)
 
     assert message in str(raised.value)
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_replicas_start_behind_vllm_router_answer_through_it_and_stop_together(
+    backend_home: Path, model_dir: Path, tmp_path: Path
+) -> None:
+    require_router()
+    args_file = tmp_path / "args.jsonl"
+
+    started = headstart(
+        backend_home, "start", "--model", str(model_dir), "--replicas", "2",
+        "--gpu-memory-utilization", "0.8", FAKE_VLLM_ARGS_FILE=str(args_file),
+    )  # fmt: skip
+
+    assert started.returncode == 0, started.stderr
+    state = state_of(backend_home)
+    assert state is not None
+    workers = state["workers"]
+    assert isinstance(workers, list) and len(workers) == 2
+    url, router_pid = str(state["url"]), int(str(state["pid"]))
+    assert "vllm-router in front of 2 replicas" in started.stderr
+    assert str(state["command"][0]).endswith("vllm-router")  # type: ignore[index]
+    # no GPU here: the two replicas split the memory share, each on its own port
+    starts = [json.loads(line) for line in args_file.read_text().splitlines()]
+    assert [flag(argv, "--gpu-memory-utilization") for argv in starts] == ["0.4", "0.4"]
+    ports = {flag(argv, "--port") for argv in starts}
+    assert ports == {worker["url"].split(":")[-1].removesuffix("/v1") for worker in workers}
+    assert str(state["port"]) not in ports
+    # the router answers for them: a completion through its URL comes from a replica
+    served = httpx.get(f"{url}/models", trust_env=False, timeout=10).json()["data"]
+    assert [model["id"] for model in served] == ["Qwen2.5-Coder-1.5B"]
+    reply = httpx.post(
+        f"{url}/completions",
+        json={"model": "Qwen2.5-Coder-1.5B", "prompt": "def f():", "max_tokens": 8},
+        headers={"X-Session-ID": "one-document"},
+        trust_env=False,
+        timeout=10,
+    )
+    assert reply.status_code == 200 and reply.json()["choices"][0]["text"]
+
+    status = headstart(backend_home, "status", HEADSTART_BACKEND_MODE="local")
+    assert status.returncode == 0, status.stdout + status.stderr
+    for index, worker in enumerate(workers, 1):
+        assert f"replica {index}: {worker['url']}, pid {worker['pid']}, answering" in status.stdout
+
+    stopped = headstart(backend_home, "stop")
+    assert stopped.returncode == 0
+    assert f"stopped the local vLLM at {url} (pid {router_pid}" in stopped.stdout
+    assert all(wait_gone(pid) for pid in [router_pid, *(int(w["pid"]) for w in workers)])
+    assert state_of(backend_home) is None
+
+
+def test_a_replica_that_fails_to_start_is_named_and_the_rest_are_stopped(
+    backend_home: Path, model_dir: Path, tmp_path: Path
+) -> None:
+    require_router()
+    started = headstart(
+        backend_home, "start", "--model", str(model_dir), "--replicas", "2",
+        FAKE_VLLM_FAIL="CUDA out of memory", FAKE_VLLM_FAIL_ONCE=str(tmp_path / "failed"),
+        FAKE_VLLM_LOAD_S="1",
+    )  # fmt: skip
+
+    assert started.returncode == 1
+    assert re.search(r"vLLM replica [12] exited with code 1 during start-up", started.stderr)
+    assert "out of memory: lower backend.local.gpuMemoryUtilization" in started.stderr
+    assert state_of(backend_home) is None
+    deadline = time.monotonic() + 10
+    while processes_of(backend_home) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_of(backend_home) == []
+
+
+def processes_of(home: Path) -> list[int]:
+    """Live processes started for this HEADSTART_HOME (the replicas and the router)."""
+    mark = f"HEADSTART_HOME={home}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if mark in (entry / "environ").read_bytes() and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize(
+    ("replicas", "gpus", "expected"),
+    [
+        (2, 2, [(0, 0.8), (1, 0.8)]),
+        (2, 1, [(0, 0.4), (0, 0.4)]),
+        (3, 2, [(0, 0.4), (1, 0.4), (0, 0.4)]),
+        (2, 0, [(None, 0.4), (None, 0.4)]),
+    ],
+)
+def test_replicas_take_a_gpu_each_or_split_one(
+    replicas: int, gpus: int, expected: list[tuple[int | None, float]]
+) -> None:
+    placed = place_replicas(replicas, gpus, 0.8)
+    assert [(p.gpu, p.memory_share) for p in placed] == expected

@@ -15,12 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import platform
 import re
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -29,7 +25,7 @@ from typing import Literal
 import httpx
 import pytest
 import pytest_lsp
-from conftest import CONFIG, fast_settings, start_session
+from conftest import CONFIG, fast_settings, require_router, start_session
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, partial_change, suggestion
 from lsprotocol import types
@@ -37,29 +33,23 @@ from pytest_lsp import LanguageClient
 
 from server.backend.client import CompletionBackend, CompletionRequest
 from server.backend.local_vllm import free_port
+from server.backend.router import router_command
 from server.config import BackendSettings
 
 Affinity = Literal["document", "workspace", "off"]
 
-ROUTER_FLAGS = ("--policy", "consistent_hash", "--cb-failure-threshold", "2")
-"""As docs/team.md starts vllm-router."""
-
 
 class Router:
-    """vllm-router in its own process, in front of `workers` (base URLs, no /v1)."""
+    """vllm-router in its own process, in front of `workers` (base URLs, no /v1), started
+    with the command line `headstart backend start --replicas` uses."""
 
     def __init__(self, workers: list[str], log: Path) -> None:
-        binary = shutil.which("vllm-router", path=str(Path(sys.executable).parent))
-        if binary is None:
-            wheel_here = sys.platform == "linux" and platform.machine() == "x86_64"
-            if wheel_here and os.environ.get("HEADSTART_REQUIRE_E2E"):
-                pytest.fail("vllm-router is not installed (pip install -e '.[dev]')")
-            pytest.skip("vllm-router is not installed (pip install -e '.[dev]')")
         self.port = free_port()
         self.log = log
-        command = [binary, "--host", "127.0.0.1", "--port", str(self.port)]
-        command += ["--worker-urls", *workers, *ROUTER_FLAGS]
-        command += ["--prometheus-port", str(free_port()), "--log-level", "warning"]
+        command = router_command(
+            require_router(), "127.0.0.1", self.port, free_port(), workers, startup_timeout_s=60
+        )
+        command += ("--log-level", "warning")
         with log.open("wb") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}/v1"

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +42,12 @@ from server.backend.local_vllm import (
     python_with_vllm,
     served_models,
     tail,
+)
+from server.backend.router import (
+    INSTALL_ROUTER,
+    place_replicas,
+    router_binary,
+    router_command,
 )
 from server.config import Settings
 
@@ -96,6 +102,8 @@ class LaunchSpec:
     port: int = 0
     startup_timeout_s: float = 900.0
     extra_args: tuple[str, ...] = ()
+    replicas: int = 1
+    """More than 1: that many vLLMs behind vllm-router (`server.backend.router`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LaunchSpec:
@@ -108,6 +116,7 @@ class LaunchSpec:
             port=local.port,
             startup_timeout_s=float(local.startup_timeout_s),
             extra_args=tuple(local.extra_args),
+            replicas=local.replicas,
         )
 
 
@@ -303,6 +312,16 @@ def _fit_context_length(wanted: int, model_path: str) -> tuple[int, tuple[str, .
 
 
 @dataclass(frozen=True)
+class Worker:
+    """One replica behind the router: its own process group, port and log."""
+
+    pid: int
+    process_start: int | None
+    url: str
+    log_path: str
+
+
+@dataclass(frozen=True)
 class BackendState:
     """The record of a started vLLM, shared by every process of the user (state.json)."""
 
@@ -323,6 +342,8 @@ class BackendState:
     log_path: str
     started_by: str
     max_model_len: int | None = None
+    workers: tuple[Worker, ...] = ()
+    """With replicas: the vLLMs behind the router, which `pid` and `url` are then."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -335,6 +356,7 @@ class BackendState:
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {k: v for k, v in raw.items() if k in known}
         values["command"] = tuple(values.get("command", ()))
+        values["workers"] = tuple(Worker(**worker) for worker in values.get("workers", ()))
         state = cls(**values)
         if not isinstance(state.pid, int) or state.pid <= 1 or not isinstance(state.url, str):
             raise ValueError(f"bad pid or url: {state.pid!r}, {state.url!r}")
@@ -427,9 +449,10 @@ def process_start_time(pid: int) -> int | None:
     return stat[2] if stat else None
 
 
-def is_running(state: BackendState) -> bool:
-    """Whether the recorded pid is still the vLLM that was started: alive, not a zombie,
-    the same start time, and leading its own process group (as it was started)."""
+def is_running(state: BackendState | Worker) -> bool:
+    """Whether the recorded pid is still the process that was started (vLLM, or the router
+    in front of replicas): alive, not a zombie, the same start time, and leading its own
+    process group (as it was started)."""
     if PROC.joinpath("self", "stat").exists():
         stat = _proc_stat(state.pid)
         if stat is None:
@@ -527,6 +550,7 @@ class Claim:
     started_here: bool
     process: subprocess.Popen[bytes] | None = None
     notes: list[str] = field(default_factory=list)
+    worker_processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
 def claim_backend(
@@ -550,20 +574,77 @@ def claim_backend(
             state = None
         if state is not None:
             return Claim(state, started_here=False, notes=_mismatches(spec, state))
-        launch = plan_launch(spec, machine or inspect_machine(), _port_for(spec.port))
+        machine = machine or inspect_machine()
+        if spec.replicas > 1:
+            claim = _start_replicas(spec, machine, started_by)
+            write_state(claim.state)
+            say(f"starting {claim.state.description} (router log: {claim.state.log_path})")
+            return claim
+        launch = plan_launch(spec, machine, _port_for(spec.port))
         process, state = _spawn(launch, spec.max_model_len, started_by)
         write_state(state)
     say(f"starting {launch.description}, model {launch.served_model_name} (log: {state.log_path})")
     return Claim(state, True, process, list(launch.notes))
 
 
+def _start_replicas(spec: LaunchSpec, machine: Machine, started_by: str) -> Claim:
+    """`spec.replicas` vLLMs on free ports, placed over the GPUs (`place_replicas`), and
+    vllm-router on the asked port in front of them; the router is the record's process.
+    What was started is stopped again if a later part cannot start."""
+    binary = router_binary()
+    if binary is None:
+        raise BackendStartError(
+            f"backend.local.replicas is {spec.replicas}, which needs vllm-router in front of "
+            f"them, and it is not installed: {INSTALL_ROUTER}"
+        )
+    router_port = _port_for(spec.port)
+    placements = place_replicas(spec.replicas, len(machine.gpus), spec.gpu_memory_utilization)
+    processes: list[subprocess.Popen[bytes]] = []
+    workers: list[Worker] = []
+    try:
+        for index, place in enumerate(placements, start=1):
+            one = replace(spec, gpu_memory_utilization=place.memory_share, replicas=1)
+            launch = plan_launch(one, machine, free_port())
+            if place.gpu is not None:
+                launch = replace(launch, env={**launch.env, "CUDA_VISIBLE_DEVICES": str(place.gpu)})
+            process, worker_state = _spawn(
+                launch, spec.max_model_len, started_by, log_name=f"vllm-{index}.log"
+            )
+            processes.append(process)
+            workers.append(
+                Worker(process.pid, worker_state.process_start, worker_state.url,
+                       worker_state.log_path)
+            )  # fmt: skip
+        urls = [worker.url.removesuffix("/v1") for worker in workers]
+        command = router_command(
+            binary, HOST, router_port, free_port(), urls, spec.startup_timeout_s
+        )
+        where = f"{len(machine.gpus)} GPU(s)" if machine.gpus else "no GPU"
+        router = replace(
+            launch,
+            command=command,
+            env={},
+            port=router_port,
+            description=f"vllm-router in front of {spec.replicas} replicas ({where}): "
+            + launch.description,
+        )
+        process, state = _spawn(router, spec.max_model_len, started_by, log_name="router.log")
+    except BaseException:
+        for started in processes:
+            terminate_group(started.pid, 10.0)
+        raise
+    state = replace(state, workers=tuple(workers))
+    return Claim(state, True, process, list(launch.notes), worker_processes=processes)
+
+
 def _clean_stale(state: BackendState) -> None:
     """Under the lock: end what is left of a dead backend's process group (an engine
     process whose API server died still holds the GPU's memory), and remove its record
     if it is still the current one (a newer start may have replaced it)."""
-    if group_alive(state.pid):
-        log.warning("ending what is left of vLLM's process group %d", state.pid)
-        terminate_group(state.pid, 10.0)
+    for pid in (state.pid, *(worker.pid for worker in state.workers)):
+        if group_alive(pid):
+            log.warning("ending what is left of vLLM's process group %d", pid)
+            terminate_group(pid, 10.0)
     current = read_state()
     if current is not None and current.pid == state.pid:
         remove_state()
@@ -610,9 +691,9 @@ def _port_for(wanted: int) -> int:
 
 
 def _spawn(
-    launch: Launch, max_model_len: int, started_by: str
+    launch: Launch, max_model_len: int, started_by: str, log_name: str = "vllm.log"
 ) -> tuple[subprocess.Popen[bytes], BackendState]:
-    log_path = backend_dir() / "vllm.log"
+    log_path = backend_dir() / log_name
     with log_path.open("wb") as log_file:
         log_file.write(f"# headstart: {shlex.join(launch.command)}\n".encode())
         log_file.flush()
@@ -674,11 +755,40 @@ FAILURE_HINTS = (
 """Phrases of vLLM's start-up errors (0.25-0.28), and what to do about each."""
 
 
-def startup_failure(state: BackendState, why: str) -> BackendStartError:
+def startup_failure(log_path: str, why: str) -> BackendStartError:
     """`why`, with the hint that matches vLLM's log, and the log's last lines."""
-    lines = tail(Path(state.log_path), 25).lower()
+    lines = tail(Path(log_path), 25).lower()
     hints = [hint for needle, hint in FAILURE_HINTS if needle in lines]
-    return BackendStartError(f"{why} ({hints[0]})" if hints else why, state.log_path)
+    return BackendStartError(f"{why} ({hints[0]})" if hints else why, log_path)
+
+
+def _exited_during_start(claim: Claim) -> tuple[str, str] | None:
+    """(what exited, its log) when the claimed vLLM, its router or one of its replicas
+    is gone; None while all run."""
+    state, process = claim.state, claim.process
+    code = process.poll() if process is not None else None
+    name = "vllm-router" if state.workers else "vLLM"
+    if code is not None or not is_running(state):
+        return (f"{name} exited" + (f" with code {code}" if code is not None else "")), (
+            state.log_path
+        )
+    processes: list[subprocess.Popen[bytes] | None] = [*claim.worker_processes] or [None] * len(
+        state.workers
+    )
+    for index, (worker, started) in enumerate(zip(state.workers, processes, strict=True), 1):
+        code = started.poll() if started is not None else None
+        if code is not None or not is_running(worker):
+            why = f"vLLM replica {index} exited" + (f" with code {code}" if code else "")
+            return why, worker.log_path
+    return None
+
+
+def _ready(state: BackendState) -> bool:
+    """The backend answers /health and lists its models, and so does every replica behind
+    its router (the router answers as soon as one does)."""
+    if not check_health(state.url, timeout_s=1.0).ready:
+        return False
+    return all(check_health(worker.url, timeout_s=1.0).healthy for worker in state.workers)
 
 
 def wait_until_ready(
@@ -703,13 +813,12 @@ def wait_until_ready(
     reported = began
     try:
         while True:
-            code = process.poll() if process is not None else None
-            if code is not None or not is_running(state):
+            if (exited := _exited_during_start(claim)) is not None:
                 with state_lock():
                     _clean_stale(state)
-                why = f"vLLM exited with code {code}" if code is not None else "vLLM exited"
-                raise startup_failure(state, f"{why} during start-up")
-            if check_health(state.url, timeout_s=1.0).ready:
+                why, log_path = exited
+                raise startup_failure(log_path, f"{why} during start-up")
+            if _ready(state):
                 return
             if cancel is not None and cancel.is_set():
                 raise StartCancelled
@@ -717,9 +826,10 @@ def wait_until_ready(
             if now > deadline:
                 if claim.started_here:
                     with state_lock():
-                        terminate_group(state.pid, 10.0)
                         _clean_stale(state)
-                raise startup_failure(state, f"vLLM did not answer within {timeout_s:.0f} s")
+                raise startup_failure(
+                    state.log_path, f"vLLM did not answer within {timeout_s:.0f} s"
+                )
             if now - reported >= report_every_s:
                 reported = now
                 last = tail(Path(state.log_path), 1).strip()[:160]
@@ -733,10 +843,11 @@ def wait_until_ready(
             else:
                 time.sleep(0.25)
     finally:
-        if process is not None:
-            # the starter is vLLM's parent: reap it whenever it ends, so it never lingers
-            # as a zombie that still looks alive
-            threading.Thread(target=process.wait, name="vllm-reaper", daemon=True).start()
+        for started in (process, *claim.worker_processes):
+            if started is not None:
+                # the starter is vLLM's parent: reap it whenever it ends, so it never
+                # lingers as a zombie that still looks alive
+                threading.Thread(target=started.wait, name="vllm-reaper", daemon=True).start()
 
 
 @dataclass(frozen=True)
@@ -745,6 +856,8 @@ class BackendStatus:
     health: Health | None = None
     stale: BackendState | None = None
     """A record whose process was gone; removed by this call."""
+    workers: tuple[Health, ...] = ()
+    """With replicas: each one's own health, in the record's order."""
 
     @property
     def ready(self) -> bool:
@@ -760,7 +873,8 @@ def backend_status() -> BackendStatus:
             return BackendStatus(None, stale=state)
     if state is None:
         return BackendStatus(None)
-    return BackendStatus(state, check_health(state.url))
+    workers = tuple(check_health(worker.url) for worker in state.workers)
+    return BackendStatus(state, check_health(state.url), workers=workers)
 
 
 @dataclass(frozen=True)
@@ -781,5 +895,7 @@ def stop_backend(timeout_s: float = 30.0) -> Stopped:
             _clean_stale(state)
             return Stopped(state, was_running=False)
         killed = terminate_group(state.pid, timeout_s)
+        for worker in state.workers:  # the router first: no request reaches a dying replica
+            killed = terminate_group(worker.pid, timeout_s) or killed
         remove_state()
         return Stopped(state, was_running=True, killed=killed)
