@@ -78,6 +78,20 @@ def test_the_query_is_the_last_lines_before_the_cursor() -> None:
     assert "far_away" in query_terms(text, len(text), lines=20)
 
 
+def test_import_lines_above_the_cursor_query_the_names_they_import() -> None:
+    """Chunks do not index import lines, but the lines that use an imported name do: a
+    cursor under `from .typeutils import make_sentinel` finds the files that call it."""
+    text = "from .typeutils import make_sentinel as ms, Other\nimport os.path\n_MISSING = "
+    assert query_terms(text, len(text)) == {
+        "make_sentinel",
+        "ms",
+        "other",
+        "os",
+        "path",
+        "_missing",
+    }
+
+
 def test_a_word_being_typed_counts_once_complete() -> None:
     text = "result = client.sen"
     assert query_terms(text, len(text)) == {"result", "client"}

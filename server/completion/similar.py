@@ -108,6 +108,7 @@ def terms_of(line: str) -> list[str]:
 
 
 _IMPORT_STARTS: Final = ("import ", "from ", "#include", "use ")
+_IMPORT_WORDS: Final = frozenset(["import", "from", "as", "include", "use"])
 
 
 def chunk_index(lines: Sequence[str]) -> ChunkIndex:
@@ -170,7 +171,20 @@ def query_terms(text: str, end: int, lines: int = QUERY_LINES) -> frozenset[str]
     while word_start > start and (text[word_start - 1].isalnum() or text[word_start - 1] == "_"):
         word_start -= 1
     head = text[start:word_start]
-    return frozenset(t for line in head.split("\n") for t in terms_of(line))
+    return frozenset(t for line in head.split("\n") for t in _query_terms_of(line))
+
+
+def _query_terms_of(line: str) -> list[str]:
+    """A query line's terms: an import line gives the names it imports (chunks do not
+    index import lines, but their call sites name the same APIs: a file that starts
+    `from .typeutils import make_sentinel` finds the `make_sentinel(...)` lines of the
+    other files that import it)."""
+    stripped = line.lstrip()
+    if not stripped.startswith(_IMPORT_STARTS):
+        return terms_of(line)
+    imported = stripped.rsplit(" import ", 1)[-1] if " import " in stripped else stripped
+    words = _WORD.findall(imported.lower())
+    return [w for w in words if w not in STOP_WORDS and w not in _IMPORT_WORDS]
 
 
 @dataclass(frozen=True, slots=True)
