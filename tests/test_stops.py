@@ -146,3 +146,42 @@ def test_at_the_end_of_a_line_the_suggestion_may_be_the_next_line() -> None:
     assert apply_stops("\n    y = 2\n    z = 3", shape, final=False) == ("\n    y = 2", True)
     middle = analyse_cursor("def f():\n    x = (1", ")\n")
     assert apply_stops("\n    y = 2", middle, final=False) == ("", True)
+
+
+def test_a_block_may_come_back_to_the_indentation_of_the_line_below() -> None:
+    """A hole can close the block it starts in: here the `if`'s body, then its `else`."""
+    shape = analyse_cursor("def f(x):\n    if x == 1:\n", "\n    return y\n")
+    assert shape.block_indent == 5
+    text = "        y = 1\n    else:\n        y = 2\n    return y\n"
+    assert apply_stops(text, shape, final=False) == (
+        "        y = 1\n    else:\n        y = 2",
+        True,
+    )
+
+
+def test_a_block_goes_below_the_line_below_only_to_end_in_its_opener() -> None:
+    """The text after the cursor may be the body of an `if` the hole opens: lines below
+    it are kept when the block ends in that opener, and cut when it does not."""
+    prefix = "def f(xs):\n    total = 0\n    for x in xs:\n        if x < 0:\n"
+    shape = analyse_cursor(prefix, "\n        return total\n    return 0\n")
+    opens = "            continue\n        total += x\n    if total > 10:\n        return total\n"
+    assert apply_stops(opens, shape, final=False) == (
+        "            continue\n        total += x\n    if total > 10:",
+        True,
+    )
+    returns = "            continue\n        total += x\n    return total\n"
+    assert apply_stops(returns, shape, final=True) == (
+        "            continue\n        total += x",
+        True,
+    )
+
+
+def test_the_line_below_is_repeated_only_at_its_own_indentation() -> None:
+    """The same statement deeper in the block is new code, not the model running on."""
+    prefix = "def f(s):\n    out = []\n    for c in s:\n"
+    shape = analyse_cursor(prefix, "\n        out.append(c)\n    return out\n")
+    text = "        if c == '(':\n            out.append(c)\n        out.append(c)\n"
+    assert apply_stops(text, shape, final=False) == (
+        "        if c == '(':\n            out.append(c)",
+        True,
+    )

@@ -10,6 +10,10 @@ can be closed (and the GPU freed) as soon as the answer is complete:
 - a block ends before a line indented less than the block, before a line that repeats
   the start of the suffix (the model has run past the hole), before a line identical to
   the one above it (a loop), and at the line cap;
+- a block may close the block it starts in: after its first line it may come back to the
+  indentation of the line below the cursor, and go lower still (never to column 0) if it
+  ends in an opener that the line below belongs under, such as the `if` whose body the
+  text after the cursor is;
 - both end before a closing bracket that closes something opened before the cursor when
   the text after the cursor already closes it (the model's copy would be a duplicate).
 """
@@ -42,10 +46,13 @@ class CursorShape:
     """The first non-blank line after the cursor line, stripped: the suffix's start."""
     max_lines: int
     closer: str | None = None
-    first_indent: int = 0
-    """The indentation already before the cursor, which the first line shares."""
     """The closing bracket the text after the cursor starts with (the rest of the line in
     single-line mode, the next line in a block), which the suggestion must not repeat."""
+    first_indent: int = 0
+    """The indentation already before the cursor, which the first line shares."""
+    below_indent: int | None = None
+    """The indentation of `next_line`, where a block may close the block it starts in;
+    None keeps the block at `block_indent` (and compares `next_line` without it)."""
 
 
 def indent_width(line: str, tab_size: int = 4) -> int:
@@ -87,7 +94,10 @@ def analyse_cursor(prefix: str, suffix: str, max_lines: int = 12) -> CursorShape
     after = line_suffix.strip() if mode is Mode.LINE else (line_suffix.strip() or next_line or "")
     closer = after[0] if after[:1] in PAIRS else None
     first_indent = indent_width(line_prefix) if not line_prefix.strip() else 0
-    return CursorShape(mode, line_suffix, block_indent, next_line, max_lines, closer, first_indent)
+    below_indent = indent_width(below) if mode is Mode.BLOCK and below is not None else None
+    return CursorShape(
+        mode, line_suffix, block_indent, next_line, max_lines, closer, first_indent, below_indent
+    )
 
 
 def _last_filled_line(text: str) -> str | None:
@@ -141,27 +151,75 @@ def apply_stops(text: str, shape: CursorShape, final: bool) -> tuple[str, bool]:
         return text, False
 
     lines = text.split("\n")
+    ended = _block_end(lines, shape, closed_at, final)
+    if ended is None:
+        return text, False
+    return _fit_below(lines[:ended], shape), True
+
+
+def _block_end(
+    lines: list[str], shape: CursorShape, closed_at: int | None, final: bool
+) -> int | None:
+    """How many of a block's lines to keep, or None while the block goes on."""
+    floor = _lowest_indent(shape)
     start = len(lines[0]) + 1
     for number, line in enumerate(lines[1:], start=1):
         complete = final or number < len(lines) - 1
         if number >= shape.max_lines:
-            return _join(lines[:number]), True
-        if line.strip() and indent_width(line) < shape.block_indent:
-            return _join(lines[:number]), True
+            return number
+        if line.strip() and indent_width(line) < floor:
+            return number
         if (
             closed_at is not None
             and start <= closed_at < start + len(line) + 1
             and not line[: closed_at - start].strip()  # the closer starts the line
         ):
-            return _join(lines[:number]), True
-        if complete and shape.next_line is not None and line.strip() == shape.next_line:
-            return _join(lines[:number]), True
+            return number
+        if complete and _repeats_below(line, shape):
+            return number
         if complete and line.strip() and _same_line(lines, number, shape.first_indent):
-            return _join(lines[:number]), True
+            return number
         start += len(line) + 1
-    if final:
-        return _join(lines), True
-    return text, False
+    return len(lines) if final else None
+
+
+def _lowest_indent(shape: CursorShape) -> int:
+    """The least indentation a block's later lines may have before it ends: below the
+    block and the line below it only on the way to an opener (`_fit_below`), and never
+    column 0 when the line below is indented (that is the next top-level statement)."""
+    if not shape.below_indent:
+        return shape.block_indent
+    return 1
+
+
+def _repeats_below(line: str, shape: CursorShape) -> bool:
+    """Whether `line` is the line below the cursor again: the model ran past the hole."""
+    if shape.next_line is None or line.strip() != shape.next_line:
+        return False
+    return shape.below_indent is None or indent_width(line) == shape.below_indent
+
+
+def _fit_below(lines: list[str], shape: CursorShape) -> str:
+    """The block's lines, up to where it went below both the block and the line below
+    the cursor unless it ends where that line fits: in an opener it belongs under, or at
+    its indentation or deeper."""
+    if not shape.below_indent:
+        return _join(lines)
+    bound = min(shape.block_indent, shape.below_indent)
+    below = next(
+        (n for n, line in enumerate(lines[1:], 1) if line.strip() and indent_width(line) < bound),
+        None,
+    )
+    if below is None:
+        return _join(lines)
+    last = next(line for line in reversed(lines) if line.strip())
+    opener = last.rstrip().endswith(BLOCK_OPENERS)
+    fits = (
+        indent_width(last) < shape.below_indent
+        if opener
+        else indent_width(last) >= shape.below_indent
+    )
+    return _join(lines) if fits else _join(lines[:below])
 
 
 def salvage(text: str, shape: CursorShape) -> str:
