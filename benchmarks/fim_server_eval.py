@@ -14,7 +14,9 @@ suggestion is what an editor would insert. The filled program is `prefix + sugge
 `--raw FILE` asks the backend directly instead, with the prompt the server would build
 (server.completion.request.plan_request) and no stop rules of ours (only the template's stop
 strings, up to --max-tokens): the model's raw output, kept to replay the server's filters
-offline (`--replay FILE`) while working on them. Only the server's figures are reported.
+offline (`--replay FILE`) while working on them; `--ceiling` replays a perfect model's
+output instead. SAFIM's block and control sets (`--dataset safim-block`) run the same way,
+the cursor where the program's `{{completion}}` is.
 """
 
 from __future__ import annotations
@@ -47,13 +49,30 @@ FILES = {
     "single": "HumanEval-SingleLineInfilling.jsonl.gz",
     "multi": "HumanEval-MultiLineInfilling.jsonl.gz",
     "light": "HumanEval-RandomSpanInfillingLight.jsonl.gz",
+    "safim-block": "safim_python_block.jsonl.gz",
+    "safim-control": "safim_python_control.jsonl.gz",
 }
+HOLE = "{{completion}}"
+"""Where a SAFIM program's missing code goes: the cursor, after the line's indentation."""
 
 
 def load_problems(data: Path, dataset: str, limit: int | None, stride: int) -> list[dict[str, Any]]:
     with gzip.open(data / FILES[dataset], "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    return rows[::stride][:limit]
+    return [_as_infilling(row) for row in rows[::stride][:limit]]
+
+
+def _as_infilling(row: dict[str, Any]) -> dict[str, Any]:
+    """A SAFIM record as HumanEval infilling has it: the text before and after the hole."""
+    if "eval_prompt" not in row:
+        return row
+    before, after = row["eval_prompt"].split(HOLE, 1)
+    return {
+        "task_id": row["task_id"],
+        "prompt": before,
+        "suffix": after,
+        "canonical_solution": row["ground_truth"],
+    }
 
 
 def document_for(problem: dict[str, Any]) -> tuple[str, int, int]:
@@ -167,8 +186,15 @@ async def raw_outputs(args: argparse.Namespace, problems: list[dict[str, Any]]) 
 
 
 def replay(args: argparse.Namespace, problems: list[dict[str, Any]]) -> int:
-    """The server's filters on recorded raw outputs (offline, for working on the filters)."""
-    raw = {r["task_id"]: r["raw"] for r in map(json.loads, args.replay.open())}
+    """The server's filters on recorded raw outputs (offline, for working on the filters).
+
+    With --ceiling, on what a perfect model that runs on past the hole would send: the
+    reference middle, then the text after the hole. What the filters keep of it bounds
+    what any model can score through them."""
+    if args.ceiling:
+        raw = {p["task_id"]: p["canonical_solution"] + p["suffix"] for p in problems}
+    else:
+        raw = {r["task_id"]: r["raw"] for r in map(json.loads, args.replay.open())}
     counter = load_token_counter(args.tokenizer, "")
     prompting = Prompting(choose_template("qwen", None, counter), counter)
     settings = load_settings(eval_settings("http://127.0.0.1:1/v1", None), environ={})
@@ -212,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="for --raw")
     parser.add_argument("--replay", type=Path, help="apply the filters to --raw's output")
     parser.add_argument("--tokenizer", help="for --replay: the model's tokenizer folder")
+    parser.add_argument(
+        "--ceiling", action="store_true", help="replay a perfect model's output (no --replay)"
+    )
     args = parser.parse_args(argv)
     args.endpoint = args.endpoint.rstrip("/")
     problems = load_problems(args.data, args.dataset, args.limit, args.stride)
@@ -219,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(raw_outputs(args, problems))
     if args.out is None:
         parser.error("--out is required")
-    if args.replay:
+    if args.replay or args.ceiling:
         return replay(args, problems)
     return asyncio.run(through_server(args, problems))
 
