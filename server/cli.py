@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     start = backend_commands.add_parser(
         "start",
         help="start vLLM on this machine (shared by every editor window), unless it runs",
-        description="Start vLLM on this machine's GPU (or vLLM's CPU build without one) "
-        "with the settings completion needs, and record it so that every editor window "
+        description="Start vLLM on this machine's GPU (or vLLM's CPU build without one), "
+        "or SGLang or TensorRT-LLM with --engine, with the settings completion needs, and "
+        "record it so that every editor window "
         "with backend.mode 'local' shares it. Settings come from HEADSTART_* variables and "
         "these options.",
     )
@@ -61,10 +62,15 @@ def main(argv: list[str] | None = None) -> int:
         "--replicas", type=int, help="vLLMs to start behind vllm-router (default 1: no router)"
     )
     start.add_argument(
+        "--engine",
+        choices=["vllm", "sglang", "trtllm"],
+        help="the serving engine (default vllm; sglang and trtllm need an NVIDIA GPU)",
+    )
+    start.add_argument(
         "vllm_args",
         nargs=argparse.REMAINDER,
         metavar="-- VLLM_ARGS",
-        help="more `vllm serve` arguments, after --",
+        help="more arguments for the engine's server (`vllm serve`, ...), after --",
     )
     stop = backend_commands.add_parser("stop", help="stop the local vLLM (every window's)")
     stop.add_argument(
@@ -295,6 +301,7 @@ def backend_command(args: argparse.Namespace) -> int:
         "startupTimeoutS": args.timeout if args.backend_command == "start" else None,
         "extraArgs": [a for a in getattr(args, "vllm_args", None) or [] if a != "--"] or None,
         "replicas": getattr(args, "replicas", None),
+        "engine": getattr(args, "engine", None),
     }
     options = {"backend": {"local": {k: v for k, v in local.items() if v is not None}}}
     try:
