@@ -859,6 +859,10 @@ class FakeServer:
             f'vllm:prefix_cache_hits_total{{model_name="{self.model}"}} {self.prefix_cache.hits}',
             "# TYPE vllm:prompt_tokens counter",
             f'vllm:prompt_tokens_total{{model_name="{self.model}"}} {self.prefix_cache.queries}',
+            f'vllm:generation_tokens_total{{model_name="{self.model}"}} '
+            f"{self.engine_stats.generation_tokens}",
+            f'vllm:request_success_total{{finished_reason="stop",model_name="{self.model}"}} '
+            f"{self.engine_stats.finished}",
             *ttft_lines("vllm:time_to_first_token_seconds", self.model, self.engine_stats),
         ]
         body = ("\n".join(lines) + "\n").encode()
