@@ -134,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         help="let replayed copies of one trace share vLLM's prefix cache",
     )
     bench_run.add_argument("--replay-drivers", type=int, help="processes (default: 1 per 200)")
+    bench_run.add_argument(
+        "--compare",
+        metavar="URL1,URL2,...",
+        help="replay the --replay traces on each of these backends in turn, step by step, "
+        "and put them side by side (no editors)",
+    )
     bench_plot = bench_commands.add_parser("plot", help="PNG plots of a results.json")
     bench_plot.add_argument("results", type=Path, help="a results.json of `headstart bench run`")
 
@@ -215,6 +221,8 @@ def bench_command(args: argparse.Namespace) -> int:
 
     if args.bench_command == "plot":
         return bench_plot(args.results)
+    if args.compare:
+        return bench_compare(args)
     try:
         settings = json.loads(args.settings)
         users = [int(n) for n in args.users.split(",")]
@@ -266,6 +274,48 @@ def bench_command(args: argparse.Namespace) -> int:
         print(f"headstart bench run: {exc}", file=sys.stderr)
         return 1
     print(bench.report(results))
+    print(f"results: {args.out / 'results.json'}")
+    return 0
+
+
+def bench_compare(args: argparse.Namespace) -> int:
+    """`headstart bench run --compare URL1,URL2 --replay DIR --replay-users N,...`."""
+    from server.bench import compare
+
+    backends = [url.strip().rstrip("/") for url in args.compare.split(",") if url.strip()]
+    try:
+        replay_users = [int(n) for n in args.replay_users.split(",") if n.strip()]
+    except ValueError as exc:
+        print(f"headstart bench run: bad --replay-users ({exc})", file=sys.stderr)
+        return 2
+    if len(set(backends)) < 2 or not args.replay or not replay_users or min(replay_users) < 1:
+        print(
+            "headstart bench run: --compare wants two or more backend URLs, with --replay DIR "
+            "and --replay-users (≥ 1)",
+            file=sys.stderr,
+        )
+        return 2
+    options = compare.CompareOptions(
+        backends=backends,
+        replay=args.replay,
+        replay_users=replay_users,
+        out=args.out,
+        step_s=args.step_seconds,
+        warmup_s=args.warmup_seconds,
+        replay_salt=not args.no_replay_salt,
+        replay_drivers=args.replay_drivers,
+        progress_bar=sys.stderr.isatty(),
+    )
+    from server.bench.run import BenchError
+
+    try:
+        results = compare.run(options)
+    except BenchError as exc:
+        print(f"headstart bench run: {exc}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    print(compare.report(results))
     print(f"results: {args.out / 'results.json'}")
     return 0
 

@@ -111,6 +111,11 @@ def quantiles(values: list[float]) -> dict[str, float | int | None]:
     }
 
 
+def cdf(values: list[float]) -> list[float]:
+    """The 0th, 0.1st, ..., 100th percentiles of `values` ([] without any), for a CDF plot."""
+    return [percentile(values, q / 10) for q in range(1001)] if values else []
+
+
 def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[str, Any]:
     """The users' side of one step: outcomes, keystroke-to-suggestion, stages, cache."""
     keys = [r for r in records if "outcome" in r]
@@ -182,6 +187,7 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
         "requestsPerS": len(records) / seconds,
         "outcomes": dict(outcomes),
         "keystrokeTtftMs": quantiles([r["ttftMs"] for r in waited if "ttftMs" in r]),
+        "keystrokeTtftCdfMs": cdf([r["ttftMs"] for r in waited if "ttftMs" in r]),
         "keystrokeNoAnswer": sum(1 for r in waited if "ttftMs" not in r),
         "supersededAnsweredShare": (
             sum(1 for r in superseded if "ttftMs" in r) / len(superseded) if superseded else None
