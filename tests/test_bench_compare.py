@@ -83,3 +83,34 @@ def test_two_backends_get_the_same_replayed_load_and_one_table(tmp_path: Path) -
     plotted = run_bench("plot", str(tmp_path / "out" / "results.json"))
     assert plotted.returncode == 0, plotted.stderr
     assert (tmp_path / "out" / "latency_cdf.png").stat().st_size > 0
+
+
+@pytest.mark.timeout(240)
+def test_a_trtllm_backend_gets_the_recorded_load_in_the_fields_it_takes(tmp_path: Path) -> None:
+    """Recorded against vLLM, the requests carry `return_token_ids` and vLLM's priorities
+    (0 first). A backend that behaves like TensorRT-LLM refuses unknown fields with 400 and
+    serves its float priorities highest first: it gets them without the field and with
+    the priority turned around, and vLLM gets them as recorded."""
+    traces = write_trace(
+        tmp_path / "traces", [f"def g{i}(y):\n    return" for i in range(6)], return_token_ids=True
+    )
+    with (
+        FakeBackend(default_text=" y\n") as vllm,
+        FakeBackend(default_text=" y\n", extra_args=["--flavor", "trtllm"]) as trtllm,
+    ):
+        results = compare([vllm.url, trtllm.url], traces, tmp_path / "out")
+        sent = {
+            name: [e["body"] for e in fake.events()] for name, fake in [("v", vllm), ("t", trtllm)]
+        }
+
+    assert [b["engine"] for b in results["compare"]] == ["vllm", "trtllm"]
+    for step in results["steps"]:
+        for url in (vllm.url, trtllm.url):
+            assert step["backends"][url]["replay"]["outcomes"].get("error", 0) == 0
+            assert step["backends"][url]["vllm"]["ttftMs"]["p50"] is not None  # its metrics
+    assert sent["t"] and all(
+        "return_token_ids" not in body and "cache_salt" not in body and body["priority"] == 1.0
+        for body in sent["t"]
+    )
+    assert all(body["return_token_ids"] and body["priority"] == 0 for body in sent["v"])
+    assert "B: TensorRT-LLM takes no cache_salt" in results["stdout"]

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 Engine = Literal["vllm", "sglang", "trtllm"]
 ENGINES: Final[tuple[Engine, ...]] = get_args(Engine)
@@ -49,6 +49,26 @@ SGLANG_TTFT_BUCKETS: Final = ("0.005", "0.01", "0.02", "0.04", "0.06", "0.08", "
 SGLANG_TTFT_BUCKETS_ABOVE: Final = ("0.2", "0.3", "0.5", "1", "2", "5", "10")
 """SGLang's own time-to-first-token buckets start at 0.1 s, which would put every
 keystroke's first token in one bucket; these are finer where typing lives."""
+
+
+TRTLLM_REFUSES: Final = ("return_token_ids", "cache_salt")
+"""vLLM's completion fields that TensorRT-LLM answers with 400: its request models forbid
+fields they do not know (serve/openai_protocol.py, extra="forbid")."""
+
+
+def body_for(engine: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A completion body made for vLLM, as `engine` takes it.
+
+    TensorRT-LLM refuses the fields it does not know, and reads `priority` as a float in
+    [0, 1] served highest first, where vLLM serves its 0 (a keystroke) first: 0, 1, 2
+    become 1.0, 0.5, 0.0. SGLang takes vLLM's fields as they are (and with
+    --schedule-low-priority-values-first, vLLM's order)."""
+    if engine != "trtllm":
+        return dict(body)
+    adapted = {key: value for key, value in body.items() if key not in TRTLLM_REFUSES}
+    if isinstance(adapted.get("priority"), int):
+        adapted["priority"] = min(1.0, max(0.0, 1.0 - adapted["priority"] / 2))
+    return adapted
 
 
 def engine_of(owned_by: str) -> Engine | None:

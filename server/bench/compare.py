@@ -125,6 +125,10 @@ def report(results: dict[str, Any]) -> str:
         for step in results["steps"]:
             cell = step["backends"][backend["url"]]
             out += [f"{backend['label']}: failed: {failure}" for failure in cell["failures"]]
+        warnings = {
+            w for step in results["steps"] for w in step["backends"][backend["url"]]["warnings"]
+        }
+        out += [f"{backend['label']}: {warning}" for warning in sorted(warnings)]
     return "\n".join(out)
 
 

@@ -251,7 +251,13 @@ class Bench:
             "backendUrl": options.backend_url,
             "model": self.model,
             "salt": options.replay_salt,
+            "engine": self.engine,
         }
+        if options.replay_salt and self.engine == "trtllm":
+            self.warnings.append(
+                "TensorRT-LLM takes no cache_salt: replayed copies of one trace share its "
+                "prefix cache"
+            )
         config_path.write_text(json.dumps(config))
         count = options.replay_drivers or _processes(most, REPLAYED_PER_DRIVER)
         for _ in range(count):
