@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     start = backend_commands.add_parser(
         "start",
         help="start vLLM on this machine (shared by every editor window), unless it runs",
-        description="Start vLLM on this machine's GPU (or vLLM's CPU build without one) "
-        "with the settings completion needs, and record it so that every editor window "
+        description="Start vLLM on this machine's GPU (or vLLM's CPU build without one), "
+        "or SGLang or TensorRT-LLM with --engine, with the settings completion needs, and "
+        "record it so that every editor window "
         "with backend.mode 'local' shares it. Settings come from HEADSTART_* variables and "
         "these options.",
     )
@@ -61,10 +62,15 @@ def main(argv: list[str] | None = None) -> int:
         "--replicas", type=int, help="vLLMs to start behind vllm-router (default 1: no router)"
     )
     start.add_argument(
+        "--engine",
+        choices=["vllm", "sglang", "trtllm"],
+        help="the serving engine (default vllm; sglang and trtllm need an NVIDIA GPU)",
+    )
+    start.add_argument(
         "vllm_args",
         nargs=argparse.REMAINDER,
         metavar="-- VLLM_ARGS",
-        help="more `vllm serve` arguments, after --",
+        help="more arguments for the engine's server (`vllm serve`, ...), after --",
     )
     stop = backend_commands.add_parser("stop", help="stop the local vLLM (every window's)")
     stop.add_argument(
@@ -128,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         help="let replayed copies of one trace share vLLM's prefix cache",
     )
     bench_run.add_argument("--replay-drivers", type=int, help="processes (default: 1 per 200)")
+    bench_run.add_argument(
+        "--compare",
+        metavar="URL1,URL2,...",
+        help="replay the --replay traces on each of these backends in turn, step by step, "
+        "and put them side by side (no editors)",
+    )
     bench_plot = bench_commands.add_parser("plot", help="PNG plots of a results.json")
     bench_plot.add_argument("results", type=Path, help="a results.json of `headstart bench run`")
 
@@ -209,6 +221,8 @@ def bench_command(args: argparse.Namespace) -> int:
 
     if args.bench_command == "plot":
         return bench_plot(args.results)
+    if args.compare:
+        return bench_compare(args)
     try:
         settings = json.loads(args.settings)
         users = [int(n) for n in args.users.split(",")]
@@ -264,6 +278,48 @@ def bench_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def bench_compare(args: argparse.Namespace) -> int:
+    """`headstart bench run --compare URL1,URL2 --replay DIR --replay-users N,...`."""
+    from server.bench import compare
+
+    backends = [url.strip().rstrip("/") for url in args.compare.split(",") if url.strip()]
+    try:
+        replay_users = [int(n) for n in args.replay_users.split(",") if n.strip()]
+    except ValueError as exc:
+        print(f"headstart bench run: bad --replay-users ({exc})", file=sys.stderr)
+        return 2
+    if len(set(backends)) < 2 or not args.replay or not replay_users or min(replay_users) < 1:
+        print(
+            "headstart bench run: --compare wants two or more backend URLs, with --replay DIR "
+            "and --replay-users (≥ 1)",
+            file=sys.stderr,
+        )
+        return 2
+    options = compare.CompareOptions(
+        backends=backends,
+        replay=args.replay,
+        replay_users=replay_users,
+        out=args.out,
+        step_s=args.step_seconds,
+        warmup_s=args.warmup_seconds,
+        replay_salt=not args.no_replay_salt,
+        replay_drivers=args.replay_drivers,
+        progress_bar=sys.stderr.isatty(),
+    )
+    from server.bench.run import BenchError
+
+    try:
+        results = compare.run(options)
+    except BenchError as exc:
+        print(f"headstart bench run: {exc}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    print(compare.report(results))
+    print(f"results: {args.out / 'results.json'}")
+    return 0
+
+
 def bench_plot(path: Path) -> int:
     try:
         results = json.loads(path.read_text())
@@ -295,6 +351,7 @@ def backend_command(args: argparse.Namespace) -> int:
         "startupTimeoutS": args.timeout if args.backend_command == "start" else None,
         "extraArgs": [a for a in getattr(args, "vllm_args", None) or [] if a != "--"] or None,
         "replicas": getattr(args, "replicas", None),
+        "engine": getattr(args, "engine", None),
     }
     options = {"backend": {"local": {k: v for k, v in local.items() if v is not None}}}
     try:

@@ -73,6 +73,13 @@ class LocalBackendSettings(_Section):
     extra_args: tuple[str, ...] = Field(
         (), description='More `vllm serve` arguments, e.g. ["--quantization", "fp8"].'
     )
+    engine: Literal["vllm", "sglang", "trtllm"] = Field(
+        "vllm",
+        description="The serving engine to start: vllm, sglang (python -m "
+        "sglang.launch_server) or trtllm (trtllm-serve), each with its prefix cache, the "
+        "context length and request priorities in its own flags. SGLang and TensorRT-LLM "
+        "need an NVIDIA GPU.",
+    )
     replicas: int = Field(
         1,
         ge=1,

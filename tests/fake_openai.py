@@ -45,6 +45,9 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_flavors import FLAVORS, OWNED_BY, EngineStats, metrics, refusal, ttft_lines
+
 DEFAULT_MODEL = "fake-coder"
 DEFAULT_TEXT = "pass"
 MAX_MODEL_LEN = 4096
@@ -681,8 +684,13 @@ class PrefixCache:
 class FakeServer:
     """Shared state (script, events, counters) plus the request handlers."""
 
-    def __init__(self, model: str, api_key: str | None, default_text: str) -> None:
+    def __init__(
+        self, model: str, api_key: str | None, default_text: str, flavor: str = "vllm"
+    ) -> None:
         self.model = model
+        self.flavor = flavor
+        """The engine it behaves like where they differ (fake_flavors.py)."""
+        self.engine_stats = EngineStats()
         self.api_key = api_key
         self.launch_default_text = default_text
         self.script = Script([], default_text)
@@ -765,6 +773,7 @@ class FakeServer:
             "/tokenize": {"POST": self.tokenize},
             "/health": {"GET": self.health},
             "/metrics": {"GET": self.metrics},
+            "/prometheus/metrics": {"GET": self.metrics},
             "/_script": {"POST": self.set_script, "GET": self.get_script},
             "/_events": {"GET": self.get_events},
             "/_reset": {"POST": self.reset},
@@ -797,7 +806,7 @@ class FakeServer:
             "id": self.script.serve_model or self.model,
             "object": "model",
             "created": int(time.time()),
-            "owned_by": "vllm",  # as vLLM says it: token ids and stop_token_ids accepted
+            "owned_by": OWNED_BY[self.flavor],  # vllm: token ids and stop_token_ids accepted
             "root": self.script.serve_model or self.model,
             "max_model_len": MAX_MODEL_LEN,
         }
@@ -822,7 +831,19 @@ class FakeServer:
         return await conn.send_json(200, {})
 
     async def metrics(self, conn: Conn, req: Request) -> bool:
-        """GET /metrics: a few Prometheus lines, enough to test a scraper."""
+        """GET /metrics: a few Prometheus lines, enough to test a scraper, named and placed
+        as the flavor's engine names and places them."""
+        path = req.path.rstrip("/")
+        if self.flavor != "vllm":
+            cache = self.prefix_cache
+            found = metrics(
+                self.flavor, path, self.model, cache.queries, cache.hits, self.engine_stats
+            )
+            if found is None:
+                raise BadRequest(f"no route {req.path!r}", 404)
+            return await conn.send(200, found[0].encode(), found[1])
+        if path != "/metrics":
+            raise BadRequest(f"no route {req.path!r}", 404)
         lines = [
             "# TYPE fake_requests_total counter",
             f"fake_requests_total {self.requests_total}",
@@ -838,6 +859,11 @@ class FakeServer:
             f'vllm:prefix_cache_hits_total{{model_name="{self.model}"}} {self.prefix_cache.hits}',
             "# TYPE vllm:prompt_tokens counter",
             f'vllm:prompt_tokens_total{{model_name="{self.model}"}} {self.prefix_cache.queries}',
+            f'vllm:generation_tokens_total{{model_name="{self.model}"}} '
+            f"{self.engine_stats.generation_tokens}",
+            f'vllm:request_success_total{{finished_reason="stop",model_name="{self.model}"}} '
+            f"{self.engine_stats.finished}",
+            *ttft_lines("vllm:time_to_first_token_seconds", self.model, self.engine_stats),
         ]
         body = ("\n".join(lines) + "\n").encode()
         return await conn.send(200, body, "text/plain; version=0.0.4")
@@ -915,6 +941,11 @@ class FakeServer:
             log.info("POST /v1/completions -> 400 (refused %s)", refused)
             message = f"Unrecognized request argument supplied: {refused[0]}"
             return await conn.send_json(400, openai_error(message))
+        if (why := refusal(self.flavor, body)) is not None:
+            event.behaviour, event.status = "refused_field", 400
+            event.close("server")
+            log.info("POST /v1/completions -> 400 (%s refuses: %s)", self.flavor, why)
+            return await conn.send_json(400, {"error": why})  # TensorRT-LLM's shape
         if self.script.refuse_token_ids and isinstance(body.get("prompt"), list):
             event.behaviour, event.status = "refused_token_ids", 400
             event.close("server")
@@ -946,9 +977,19 @@ class FakeServer:
             return await reply.whole()
         finally:
             self.active_completions -= 1
+            self._count(event)
             await watch.stop()
             if event.closed_by is None:  # e.g. the write failed before the watcher noticed
                 event.close("client" if watch.gone.is_set() else "server")
+
+    def _count(self, event: Event) -> None:
+        """An engine's counters for one finished completion."""
+        stats = self.engine_stats
+        if event.first_chunk_at is not None:
+            stats.first_token_s.append(event.first_chunk_at - event.received_at)
+        stats.generation_tokens += event.chunks_sent
+        if event.completed:
+            stats.finished += 1
 
 
 class Completion:
@@ -1175,7 +1216,7 @@ async def _exit_on_stdin_eof(stop: asyncio.Event) -> None:
 
 async def serve(args: argparse.Namespace) -> int:
     """Start the server, print the port, run until SIGTERM/SIGINT."""
-    fake = FakeServer(args.model, args.api_key, args.default_text)
+    fake = FakeServer(args.model, args.api_key, args.default_text, args.flavor)
     if args.script:
         raw = json.loads(Path(args.script).read_text())
         fake.script = Script.from_json(raw, args.default_text)
@@ -1212,6 +1253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--default-text", default=DEFAULT_TEXT, help="reply when no rule matches")
     parser.add_argument("--script", default=None, help="JSON file shaped like POST /_script")
     parser.add_argument("--quiet", action="store_true", help="log warnings only")
+    parser.add_argument(
+        "--flavor", choices=FLAVORS, default="vllm", help="the engine to behave like"
+    )
     parser.add_argument(
         "--exit-on-stdin-eof", action="store_true", help="exit when stdin closes (parent died)"
     )

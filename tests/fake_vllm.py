@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in for `vllm serve`: takes vLLM's arguments, logs like it, and serves the fake
-model (fake_openai.py) on --host/--port under --served-model-name.
+model (fake_openai.py) on --host/--port under --served-model-name. Given SGLang's
+arguments (`--model-path`) or TensorRT-LLM's (the model first, an options file), it stands
+in for that engine instead: the fake then answers as that engine does (fake_flavors.py).
 
 Why: starting, sharing and stopping the local backend is process management (pids,
 process groups, a state file, a lock, health checks), tested here against a real process
@@ -53,7 +55,7 @@ def _first_to_create(path: str) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--model", "--model-path", dest="model")
     parser.add_argument("--served-model-name")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -62,7 +64,17 @@ def main() -> int:
     parser.add_argument("--enable-prefix-caching", action="store_true")
     parser.add_argument("--scheduling-policy")
     parser.add_argument("--load-format")
-    args, rest = parser.parse_known_args()
+    parser.add_argument("--extra_llm_api_options", help="trtllm-serve's options file")
+    argv = sys.argv[1:]
+    first = argv.pop(0) if argv and not argv[0].startswith("-") else None  # trtllm-serve MODEL
+    args, rest = parser.parse_known_args(argv)
+    flavor = "trtllm" if first else "sglang" if "--model-path" in argv else "vllm"
+    model = args.model or first
+    if model is None:
+        parser.error("no model: --model, --model-path, or trtllm-serve's MODEL")
+    if args.extra_llm_api_options:  # trtllm-serve reads it as YAML; Headstart writes JSON
+        options = json.loads(Path(args.extra_llm_api_options).read_text())
+        print(f"INFO fake TensorRT-LLM: options {options}", flush=True)
     if record := os.environ.get("FAKE_VLLM_ARGS_FILE"):
         with open(record, "a") as out:
             out.write(json.dumps(sys.argv[1:]) + "\n")
@@ -83,8 +95,8 @@ def main() -> int:
     if (failure := os.environ.get("FAKE_VLLM_FAIL")) and (not once or _first_to_create(once)):
         print(f"ERROR {failure}", flush=True)
         return 1
-    name = args.served_model_name or args.model
-    serve = ["--host", args.host, "--port", str(args.port), "--model", name]
+    name = args.served_model_name or (Path(model).name if flavor == "trtllm" else model)
+    serve = ["--host", args.host, "--port", str(args.port), "--model", name, "--flavor", flavor]
     if text := os.environ.get("FAKE_VLLM_TEXT"):
         serve += ["--default-text", text]
     return fake_openai.main(serve)

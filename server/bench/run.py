@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 from server.backend.local_vllm import served_models
+from server.bench.engine_metrics import NAMES, MetricNames, engine_at
 from server.bench.replay import ReplayError, load_traces
 from server.bench.stats import (
     keystroke_latencies,
@@ -159,6 +160,7 @@ class Bench:
         self.replay_drivers: list[WorkerProcess] = []
         self.replayed = 0
         self.model = ""
+        self.engine = "vllm"
 
     def receive(self, event: Record) -> None:
         if "lag" in event:
@@ -183,16 +185,19 @@ class Bench:
                 "one (`headstart backend start`) or pass --backend-url"
             )
         self.model = options.settings.get("backend", {}).get("model") or (models or ["?"])[0]
-        lines = lines_worth_typing(options.root, _languages(options))
-        if not lines:
-            raise BenchError(f"no source lines worth typing under {options.root}")
+        self.engine = await asyncio.to_thread(engine_at, options.backend_url)
+        plan = options.steps()
+        lines = []
         cache_dir = Path(tempfile.mkdtemp(prefix="headstart-bench-cache-"))
-        await asyncio.to_thread(_index, options.root, cache_dir)
+        if max(u for u, _ in plan) > 0:  # editors type the workspace; replayed users do not
+            lines = lines_worth_typing(options.root, _languages(options))
+            if not lines:
+                raise BenchError(f"no source lines worth typing under {options.root}")
+            await asyncio.to_thread(_index, options.root, cache_dir)
         config = self._worker_config(cache_dir)
         config_path = cache_dir / "worker_config.json"  # holds the environment: not in OUT
         config_path.write_text(json.dumps(config))
         server_env: dict[str, str] = config["serverEnv"]
-        plan = options.steps()
         steps: list[Step] = []
         started = time.time()
         try:
@@ -246,7 +251,13 @@ class Bench:
             "backendUrl": options.backend_url,
             "model": self.model,
             "salt": options.replay_salt,
+            "engine": self.engine,
         }
+        if options.replay_salt and self.engine == "trtllm":
+            self.warnings.append(
+                "TensorRT-LLM takes no cache_salt: replayed copies of one trace share its "
+                "prefix cache"
+            )
         config_path.write_text(json.dumps(config))
         count = options.replay_drivers or _processes(most, REPLAYED_PER_DRIVER)
         for _ in range(count):
@@ -304,7 +315,8 @@ class Bench:
             raise BenchError(f"{title}: only {len(self.ready)} editors started in time")
         self._progress(f"{title}: {self.users} editors up", end=True)
         await asyncio.sleep(options.warmup_s)
-        step.metrics_before = await _scrape(options.backend_url)
+        names = NAMES[self.engine]
+        step.metrics_before = await _scrape(options.backend_url, names)
         step.started = time.monotonic()
         while (elapsed := time.monotonic() - step.started) < options.step_s:
             recent = self.records[-5000:]
@@ -315,7 +327,7 @@ class Bench:
             self._progress(f"{title} [{bar}] {elapsed:.0f}/{options.step_s:.0f} s  {p50}")
             await asyncio.sleep(0.5)
         step.ended = time.monotonic()
-        step.metrics_after = await _scrape(options.backend_url)
+        step.metrics_after = await _scrape(options.backend_url, names)
         step.load_average = os.getloadavg()[0]
         done = [r["ms"] for r in self._in_step(step) if "ms" in r]
         p50 = f", p50 {percentile(done, 50):.0f} ms over {len(done)} answers" if done else ""
@@ -375,8 +387,8 @@ class Bench:
             vllm = step_metrics(step.metrics_before, step.metrics_after, seconds)
             if vllm is None and (step.metrics_before["counters"] or step.metrics_after["counters"]):
                 self.warnings.append(
-                    f"step of {step.users} users: vLLM's /metrics did not answer at the step's "
-                    "start or end, so its figures are left out"
+                    f"step of {step.users} users: the engine's metrics did not answer at the "
+                    "step's start or end, so its figures are left out"
                 )
             results.append(
                 {
@@ -404,7 +416,7 @@ class Bench:
             "command": "headstart bench run " + " ".join(sys.argv[3:]),
             "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
             "machine": {"cpus": os.cpu_count(), "memoryGB": _memory_gb()},
-            "backend": {"url": options.backend_url, "model": self.model},
+            "backend": {"url": options.backend_url, "model": self.model, "engine": self.engine},
             "workspace": {"root": str(options.root), "linesToType": lines},
             "settings": options.settings,
             "typingSpeed": options.speed,
@@ -446,16 +458,16 @@ def _index(root: Path, cache_dir: Path) -> None:
         index.close()
 
 
-async def _scrape(url: str) -> dict[str, Any]:
-    """vLLM's /metrics, parsed; empty when the backend has none (not vLLM)."""
+async def _scrape(url: str, names: MetricNames) -> dict[str, Any]:
+    """The engine's Prometheus metrics, parsed by its `names`; empty when it has none."""
     base = url.rstrip("/").removesuffix("/v1")
     try:
         async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
-            reply = await client.get(f"{base}/metrics")
+            reply = await client.get(f"{base}{names.path}")
             reply.raise_for_status()
-            return parse_metrics(reply.text)
+            return parse_metrics(reply.text, names)
     except httpx.HTTPError:
-        return {"counters": {}, "ttft_buckets": {}}
+        return {"counters": {}, "ttft_buckets": {}, "queue": None}
 
 
 async def _raw_stream(
@@ -528,7 +540,8 @@ def run(options: BenchOptions) -> dict[str, Any]:
 def report(results: dict[str, Any]) -> str:
     """The results as a table of text, one row a step."""
     out = [
-        f"headstart bench: {results['backend']['model']} at {results['backend']['url']}; "
+        f"headstart bench: {results['backend']['model']} at {results['backend']['url']} "
+        f"({results['backend'].get('engine', 'vllm')}); "
         f"{results['machine']['cpus']} CPUs; {results['stepSeconds']:.0f} s a step; "
         f"{results['workers']} driver processes",
         f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "

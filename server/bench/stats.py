@@ -1,5 +1,5 @@
-"""The figures of one load step of `headstart bench`, from the users' records and vLLM's
-/metrics read before and after the step.
+"""The figures of one load step of `headstart bench`, from the users' records and the
+engine's metrics (vLLM's, SGLang's or TensorRT-LLM's) read before and after the step.
 
 Latency is reported as p50/p99/p999 (nearest rank), never as a mean. vLLM's counters are
 differences across the step, so a step is not charged for what came before it; its time to
@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from server.bench.engine_metrics import COUNTER_KEYS, NAMES, MetricNames
 from server.metrics import percentile
 
 Record = dict[str, Any]
@@ -22,38 +23,27 @@ STAGES = ("model_info", "context", "prompt", "queue", "first_chunk", "stream", "
 here from the first chunk on); with `transport` (the round trip less the server's own
 time) they add up to keystroke-to-suggestion."""
 
-COUNTERS = {
-    "prefix_cache_queries": ("vllm:prefix_cache_queries", ""),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits", ""),
-    "prompt_tokens": ("vllm:prompt_tokens", ""),
-    "generation_tokens": ("vllm:generation_tokens", ""),
-    "requests": ("vllm:request_success", ""),
-    "api_server_cpu_seconds": ("process_cpu_seconds", ""),
-    "completion_posts": ("http_requests", 'handler="/v1/completions"'),
-}
-"""vLLM's counters by our name: (metric, a label its samples must carry, "" for any), each
-summed over its matching label sets. `process_cpu_seconds` is the API server process's own
-(prometheus_client's process collector), not the engine's. `completion_posts` counts POSTs
-to /v1/completions however they ended (vLLM 0.25 counts no aborted request under
-finished_reason="abort")."""
-TTFT = "vllm:time_to_first_token_seconds"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([-+0-9.eEinfNa]+)$", re.M)
 _LE = re.compile(r'le="([^"]+)"')
 
 
-def parse_metrics(text: str) -> dict[str, Any]:
-    """vLLM's counters (summed over label sets) and its TTFT histogram's buckets."""
+def parse_metrics(text: str, names: MetricNames = NAMES["vllm"]) -> dict[str, Any]:
+    """An engine's counters (summed over label sets), its TTFT histogram's buckets and its
+    waiting queue, by the engine's `names` (server.bench.engine_metrics)."""
     counters: dict[str, float] = defaultdict(float)
     buckets: dict[float, float] = defaultdict(float)
+    queue: float | None = None
     for name, labels, value in _SAMPLE.findall(text):
-        for key, (metric, label) in COUNTERS.items():
+        for key, (metric, label) in names.counters.items():
             if name in (metric, metric + "_total") and label in (labels or ""):
                 counters[key] += float(value)
-        if name == TTFT + "_bucket":
+        if name == names.ttft + "_bucket":
             edge = _LE.search(labels or "")
             if edge:
                 buckets[float(edge.group(1))] += float(value)
-    return {"counters": dict(counters), "ttft_buckets": dict(buckets)}
+        elif name == names.queue:
+            queue = (queue or 0.0) + float(value)
+    return {"counters": dict(counters), "ttft_buckets": dict(buckets), "queue": queue}
 
 
 def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -61,7 +51,8 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
     share of completion requests it did not finish (closed early by the client, or still
     running at the step's end), and its API server's CPU time per completion request."""
     counts = {
-        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0) for key in COUNTERS
+        key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0)
+        for key in COUNTER_KEYS
     }
     queries, posts = counts["prefix_cache_queries"], counts["completion_posts"]
     buckets = {
@@ -79,6 +70,7 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
             counts["api_server_cpu_seconds"] * 1000 / posts if posts else None
         ),
         "ttftMs": {f"p{q:g}": histogram_quantile(buckets, q) for q in (50, 99)},
+        "waitingAtEnd": after.get("queue"),
         "counts": counts,
     }
 
@@ -117,6 +109,11 @@ def quantiles(values: list[float]) -> dict[str, float | int | None]:
         "p99": percentile(values, 99),
         "p999": percentile(values, 99.9),
     }
+
+
+def cdf(values: list[float]) -> list[float]:
+    """The 0th, 0.1st, ..., 100th percentiles of `values` ([] without any), for a CDF plot."""
+    return [percentile(values, q / 10) for q in range(1001)] if values else []
 
 
 def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[str, Any]:
@@ -190,6 +187,7 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
         "requestsPerS": len(records) / seconds,
         "outcomes": dict(outcomes),
         "keystrokeTtftMs": quantiles([r["ttftMs"] for r in waited if "ttftMs" in r]),
+        "keystrokeTtftCdfMs": cdf([r["ttftMs"] for r in waited if "ttftMs" in r]),
         "keystrokeNoAnswer": sum(1 for r in waited if "ttftMs" not in r),
         "supersededAnsweredShare": (
             sum(1 for r in superseded if "ttftMs" in r) / len(superseded) if superseded else None
