@@ -148,20 +148,22 @@ def test_at_the_end_of_a_line_the_suggestion_may_be_the_next_line() -> None:
     assert apply_stops("\n    y = 2", middle, final=False) == ("", True)
 
 
-def test_a_block_may_come_back_to_the_indentation_of_the_line_below() -> None:
-    """A hole can close the block it starts in: here the `if`'s body, then its `else`."""
-    shape = analyse_cursor("def f(x):\n    if x == 1:\n", "\n    return y\n")
+def test_a_block_leaves_its_indentation_only_to_open_the_block_below() -> None:
+    """The text after the cursor may be the body of a block the hole opens: here the
+    `else` whose body the line below is. A sibling branch the model adds before a line
+    that is not in it is cut."""
+    shape = analyse_cursor("def f(x):\n    if x == 1:\n", "\n        y = 2\n    return y\n")
     assert shape.block_indent == 5
     text = "        y = 1\n    else:\n        y = 2\n    return y\n"
-    assert apply_stops(text, shape, final=False) == (
-        "        y = 1\n    else:\n        y = 2",
-        True,
-    )
+    assert apply_stops(text, shape, final=False) == ("        y = 1\n    else:", True)
+    shape = analyse_cursor("def f(x):\n    if x == 1:\n", "\n    else:\n        y = 2\n")
+    text = "        y = 1\n    elif x == 2:\n        y = 3\n    else:\n"
+    assert apply_stops(text, shape, final=False) == ("        y = 1", True)
 
 
 def test_a_block_goes_below_the_line_below_only_to_end_in_its_opener() -> None:
-    """The text after the cursor may be the body of an `if` the hole opens: lines below
-    it are kept when the block ends in that opener, and cut when it does not."""
+    """Lines below both the block and the line below the cursor are kept when the block
+    ends in an opener that line belongs under, and cut when it does not."""
     prefix = "def f(xs):\n    total = 0\n    for x in xs:\n        if x < 0:\n"
     shape = analyse_cursor(prefix, "\n        return total\n    return 0\n")
     opens = "            continue\n        total += x\n    if total > 10:\n        return total\n"
@@ -170,10 +172,10 @@ def test_a_block_goes_below_the_line_below_only_to_end_in_its_opener() -> None:
         True,
     )
     returns = "            continue\n        total += x\n    return total\n"
-    assert apply_stops(returns, shape, final=True) == (
-        "            continue\n        total += x",
-        True,
-    )
+    assert apply_stops(returns, shape, final=True) == ("            continue", True)
+    shape = analyse_cursor("def f(x):\n    if x:\n", "\n        return 1\n")
+    top_level = "        y = 1\nif y:\n        return 1\n"
+    assert apply_stops(top_level, shape, final=False) == ("        y = 1", True)
 
 
 def test_the_line_below_is_repeated_only_at_its_own_indentation() -> None:
@@ -185,3 +187,13 @@ def test_the_line_below_is_repeated_only_at_its_own_indentation() -> None:
         "        if c == '(':\n            out.append(c)",
         True,
     )
+
+
+def test_a_blank_line_of_a_crlf_file_wants_a_block() -> None:
+    """The carriage return ending the cursor's line is part of the line break, not text
+    after the cursor."""
+    shape = analyse_cursor("def f(x):\r\n    ", "\r\n    return y\r\n")
+    assert shape.mode is Mode.BLOCK
+    assert shape.line_suffix == ""
+    text = "y = x + 1\r\n    y *= 2\r\n    return y\r\n"
+    assert apply_stops(text, shape, final=False) == ("y = x + 1\n    y *= 2", True)

@@ -10,10 +10,9 @@ can be closed (and the GPU freed) as soon as the answer is complete:
 - a block ends before a line indented less than the block, before a line that repeats
   the start of the suffix (the model has run past the hole), before a line identical to
   the one above it (a loop), and at the line cap;
-- a block may close the block it starts in: after its first line it may come back to the
-  indentation of the line below the cursor, and go lower still (never to column 0) if it
-  ends in an opener that the line below belongs under, such as the `if` whose body the
-  text after the cursor is;
+- a block may leave its indentation (never for column 0 when the line below the cursor
+  is indented) only to end in an opener that the line below belongs under: the hole
+  closed its block and opened the one the text after the cursor is the body of;
 - both end before a closing bracket that closes something opened before the cursor when
   the text after the cursor already closes it (the model's copy would be a duplicate).
 """
@@ -51,8 +50,9 @@ class CursorShape:
     first_indent: int = 0
     """The indentation already before the cursor, which the first line shares."""
     below_indent: int | None = None
-    """The indentation of `next_line`, where a block may close the block it starts in;
-    None keeps the block at `block_indent` (and compares `next_line` without it)."""
+    """The indentation of `next_line`, which a block may leave its own for if it ends in
+    an opener that line belongs under; None keeps the block at `block_indent` (and
+    compares `next_line` without indentation)."""
 
 
 def indent_width(line: str, tab_size: int = 4) -> int:
@@ -77,7 +77,7 @@ def analyse_cursor(prefix: str, suffix: str, max_lines: int = 12) -> CursorShape
     line_start = prefix.rfind("\n") + 1
     line_prefix = prefix[line_start:]
     line_end = suffix.find("\n")
-    line_suffix = suffix if line_end == -1 else suffix[:line_end]
+    line_suffix = (suffix if line_end == -1 else suffix[:line_end]).removesuffix("\r")
     rest = "" if line_end == -1 else suffix[line_end + 1 :]
     below = next((line for line in rest.splitlines() if line.strip()), None)
     next_line = below.strip() if below is not None else None
@@ -185,8 +185,8 @@ def _block_end(
 
 def _lowest_indent(shape: CursorShape) -> int:
     """The least indentation a block's later lines may have before it ends: below the
-    block and the line below it only on the way to an opener (`_fit_below`), and never
-    column 0 when the line below is indented (that is the next top-level statement)."""
+    block only on the way to an opener (`_fit_below` cuts what does not end in one), and
+    never column 0 when the line below is indented (that is the next top-level statement)."""
     if not shape.below_indent:
         return shape.block_indent
     return 1
@@ -200,26 +200,25 @@ def _repeats_below(line: str, shape: CursorShape) -> bool:
 
 
 def _fit_below(lines: list[str], shape: CursorShape) -> str:
-    """The block's lines, up to where it went below both the block and the line below
-    the cursor unless it ends where that line fits: in an opener it belongs under, or at
-    its indentation or deeper."""
+    """The block's lines, up to where it went below its indentation, unless it ends in
+    an opener that the line below the cursor belongs under (the hole opened the block
+    the text after the cursor is the body of)."""
     if not shape.below_indent:
         return _join(lines)
-    bound = min(shape.block_indent, shape.below_indent)
     below = next(
-        (n for n, line in enumerate(lines[1:], 1) if line.strip() and indent_width(line) < bound),
+        (
+            number
+            for number, line in enumerate(lines[1:], 1)
+            if line.strip() and indent_width(line) < shape.block_indent
+        ),
         None,
     )
     if below is None:
         return _join(lines)
     last = next(line for line in reversed(lines) if line.strip())
-    opener = last.rstrip().endswith(BLOCK_OPENERS)
-    fits = (
-        indent_width(last) < shape.below_indent
-        if opener
-        else indent_width(last) >= shape.below_indent
-    )
-    return _join(lines) if fits else _join(lines[:below])
+    if last.rstrip().endswith(BLOCK_OPENERS) and indent_width(last) < shape.below_indent:
+        return _join(lines)
+    return _join(lines[:below])
 
 
 def salvage(text: str, shape: CursorShape) -> str:
