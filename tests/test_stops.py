@@ -197,3 +197,12 @@ def test_a_blank_line_of_a_crlf_file_wants_a_block() -> None:
     assert shape.line_suffix == ""
     text = "y = x + 1\r\n    y *= 2\r\n    return y\r\n"
     assert apply_stops(text, shape, final=False) == ("y = x + 1\n    y *= 2", True)
+
+
+def test_at_the_end_of_the_file_a_block_may_leave_its_indentation() -> None:
+    """Nothing below to fit: the rest of the function is kept, the next top-level
+    statement is not."""
+    shape = analyse_cursor("def f(xs):\n    total = 0\n    for x in xs:\n", "")
+    assert shape.block_indent == 5
+    text = "        total += x\n    return total\n\nprint(f([1]))\n"
+    assert apply_stops(text, shape, final=False) == ("        total += x\n    return total", True)

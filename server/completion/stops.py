@@ -10,9 +10,9 @@ can be closed (and the GPU freed) as soon as the answer is complete:
 - a block ends before a line indented less than the block, before a line that repeats
   the start of the suffix (the model has run past the hole), before a line identical to
   the one above it (a loop), and at the line cap;
-- a block may leave its indentation (never for column 0 when the line below the cursor
-  is indented) only to end in an opener that the line below belongs under: the hole
-  closed its block and opened the one the text after the cursor is the body of;
+- a block may leave its indentation (never for column 0) only to end in an opener that
+  the line below the cursor belongs under (the hole closed its block and opened the one
+  the text after the cursor is the body of), or at the end of the file;
 - both end before a closing bracket that closes something opened before the cursor when
   the text after the cursor already closes it (the model's copy would be a duplicate).
 """
@@ -50,9 +50,12 @@ class CursorShape:
     first_indent: int = 0
     """The indentation already before the cursor, which the first line shares."""
     below_indent: int | None = None
-    """The indentation of `next_line`, which a block may leave its own for if it ends in
-    an opener that line belongs under; None keeps the block at `block_indent` (and
-    compares `next_line` without indentation)."""
+    """In a block, the indentation of `next_line`: the model repeating that line there has
+    run past the hole. None compares `next_line` without indentation."""
+    lowest_indent: int | None = None
+    """The least indentation a block's later lines may have: below `block_indent` only on
+    the way to an opener that the line below belongs under (anywhere at the end of the
+    file), never column 0 (the next top-level statement). None: `block_indent`."""
 
 
 def indent_width(line: str, tab_size: int = 4) -> int:
@@ -95,8 +98,17 @@ def analyse_cursor(prefix: str, suffix: str, max_lines: int = 12) -> CursorShape
     closer = after[0] if after[:1] in PAIRS else None
     first_indent = indent_width(line_prefix) if not line_prefix.strip() else 0
     below_indent = indent_width(below) if mode is Mode.BLOCK and below is not None else None
+    may_leave = mode is Mode.BLOCK and block_indent > 0 and below_indent != 0
     return CursorShape(
-        mode, line_suffix, block_indent, next_line, max_lines, closer, first_indent, below_indent
+        mode,
+        line_suffix,
+        block_indent,
+        next_line,
+        max_lines,
+        closer,
+        first_indent,
+        below_indent,
+        lowest_indent=1 if may_leave else None,
     )
 
 
@@ -161,7 +173,7 @@ def _block_end(
     lines: list[str], shape: CursorShape, closed_at: int | None, final: bool
 ) -> int | None:
     """How many of a block's lines to keep, or None while the block goes on."""
-    floor = _lowest_indent(shape)
+    floor = shape.block_indent if shape.lowest_indent is None else shape.lowest_indent
     start = len(lines[0]) + 1
     for number, line in enumerate(lines[1:], start=1):
         complete = final or number < len(lines) - 1
@@ -181,15 +193,6 @@ def _block_end(
             return number
         start += len(line) + 1
     return len(lines) if final else None
-
-
-def _lowest_indent(shape: CursorShape) -> int:
-    """The least indentation a block's later lines may have before it ends: below the
-    block only on the way to an opener (`_fit_below` cuts what does not end in one), and
-    never column 0 when the line below is indented (that is the next top-level statement)."""
-    if not shape.below_indent:
-        return shape.block_indent
-    return 1
 
 
 def _repeats_below(line: str, shape: CursorShape) -> bool:
