@@ -144,7 +144,16 @@ async def vscode(
 async def fresh(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A started server that the test initializes itself (with its own options)."""
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
+
+
+async def end_session(client: LanguageClient) -> None:
+    """Shut the server down as an editor does. A server the test never initialized (it
+    skipped first) is only told to exit: pytest-lsp sends nothing then, and its teardown
+    would wait for the process for good."""
+    if client.capabilities is None:
+        client.exit(None)
+    await client.shutdown_session()
 
 
 @pytest_lsp.fixture(
@@ -155,7 +164,7 @@ async def fresh(lsp_client: LanguageClient) -> AsyncIterator[None]:
 async def keyed(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A started server whose environment holds HEADSTART_API_KEY=s3cret."""
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 FAKE_VLLM = f"{shlex.quote(sys.executable)} {shlex.quote(str(TESTS / 'fake_vllm.py'))}"

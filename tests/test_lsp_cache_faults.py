@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from conftest import SERVER_COMMAND, fast_settings, server_env, start_session
+from conftest import SERVER_COMMAND, end_session, fast_settings, server_env, start_session
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, partial_change, suggestion, wait_for_log
 from lsprotocol import types
@@ -30,7 +30,7 @@ CACHE = Path(tempfile.mkdtemp(prefix="headstart-cache-faults-"))
 )
 async def own_cache(lsp_client: LanguageClient) -> AsyncIterator[None]:
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
 
 
 @pytest.mark.parametrize("fault", ["deleted", "read_only"])
