@@ -898,7 +898,8 @@ def test_the_budget_is_never_exceeded(
     counter: object,
 ) -> None:
     """Definitions, similar-code chunks (`similar`) and the current file's imports
-    (`head`) alike, each kind within its cap."""
+    (`head`) alike, each kind within its cap (similar code may also take what the
+    definitions leave of theirs)."""
     count = counter if callable(counter) else estimate_tokens
     budget = Budget(
         total,
@@ -925,9 +926,14 @@ def test_the_budget_is_never_exceeded(
     )
     assert context.tokens == counted <= max(0, total - reserved)
     assert prefix.endswith(context.prefix) and suffix.startswith(context.suffix)
-    for kind, cap in (("", budget.cross_file_cap), ("similar", budget.similar_cap)):
-        taken = [s for s in context.snippets if not s.head and s.similar == bool(kind)]
-        assert sum(overhead(s.path) + count(s.text) for s in taken) <= cap
+    definitions = sum(
+        overhead(s.path) + count(s.text) for s in context.snippets if not s.head and not s.similar
+    )
+    similar = sum(overhead(s.path) + count(s.text) for s in context.snippets if s.similar)
+    assert definitions <= budget.cross_file_cap
+    if budget.similar_cap == 0:
+        assert similar == 0
+    assert similar <= budget.similar_cap + budget.cross_file_cap - definitions
     heads = [s for s in context.snippets if s.head]
     assert sum(overhead(s.path) + count(s.text) for s in heads) <= budget.head_cap
     for head in heads:  # only what the prefix lost, each statement whole

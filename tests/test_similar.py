@@ -203,19 +203,36 @@ def chunk(path: str, text: str, line: int, score: float) -> Snippet:
     return Snippet(path, text, line, score, f"lines {line + 1}-{line + 2}", "python", True)
 
 
-def test_chunks_get_their_own_share_and_render_last() -> None:
+def cost_of(snippets: list[Snippet]) -> int:
+    return sum(
+        estimate_tokens(f"<|file_sep|>{s.path}\n") + 1 + estimate_tokens(s.text) for s in snippets
+    )
+
+
+def test_chunks_get_their_own_share_and_what_definitions_leave_and_render_last() -> None:
     definition = Snippet("a.py", "def f(x):\n    return x\n", 0, 300.0, "f", "python")
     chunks = [chunk(f"c{i}.py", f"call_{i} = f(value_{i})\n" * 8, 0, 10.0 - i) for i in range(9)]
     budget = Budget(total=1000, cross_file_share=0.3, suffix_share=0.1, similar_share=0.2)
     context = build_context("x = 1\n" * 400, "", [definition, *chunks], budget)
     taken = [s for s in context.snippets if s.similar]
-    cost = sum(
-        estimate_tokens(f"<|file_sep|>{s.path}\n") + 1 + estimate_tokens(s.text) for s in taken
-    )
-    assert taken and cost <= budget.similar_cap < 9 * 60
+    room = budget.similar_cap + budget.cross_file_cap - cost_of([definition])
+    assert budget.similar_cap < cost_of(taken) <= room < 9 * 60
     assert [s.path for s in taken] == sorted(s.path for s in taken)  # the best ones, by path
     assert context.snippets[0] == definition  # definitions first, chunks after
     assert all(s.text.count("\n") == 8 for s in taken)  # never cut
+
+
+def test_chunks_keep_to_their_own_share_when_definitions_fill_theirs() -> None:
+    definitions = [
+        Snippet(f"d{i}.py", f"def f{i}(x):\n    return x + {i}\n" * 4, 0, 300.0 - i, f"f{i}")
+        for i in range(12)
+    ]
+    chunks = [chunk(f"c{i}.py", f"call_{i} = f(value_{i})\n" * 8, 0, 10.0 - i) for i in range(9)]
+    budget = Budget(total=1000, cross_file_share=0.3, suffix_share=0.1, similar_share=0.2)
+    context = build_context("x = 1\n" * 400, "", [*definitions, *chunks], budget)
+    chosen = [s for s in context.snippets if not s.similar]
+    assert budget.cross_file_cap - cost_of(chosen) < cost_of(definitions[:1])  # full
+    assert 0 < cost_of([s for s in context.snippets if s.similar]) <= budget.similar_cap
 
 
 def test_a_zero_share_turns_chunks_off() -> None:

@@ -27,8 +27,8 @@ class Budget:
     """How many tokens the context may take, and how they are shared.
 
     Snippets get up to `cross_file_share` of the total, the suffix up to `suffix_share`,
-    similar-code chunks up to `similar_share` of what those two leave; the prefix gets
-    everything they leave unused."""
+    similar-code chunks up to `similar_share` of what those two leave, plus what the
+    snippets leave of theirs; the prefix gets everything they leave unused."""
 
     total: int = 2048
     suffix_share: float = 0.06

@@ -85,10 +85,12 @@ def build_context(
         overhead,
     )
     if budget.similar_cap > 0:
+        # What the definitions leave of their share goes to similar code too: where the
+        # names near the cursor resolve to little, code that reads like it is what helps.
         used += _fit_snippets(
             [s for s in ranked if s.similar],
             chosen,
-            budget.similar_cap,
+            budget.similar_cap + budget.cross_file_cap - used,
             budget.max_snippets,
             window,
             count,
