@@ -114,16 +114,23 @@ def engine_command(
     return EngineCommand((*launcher, *trtllm_args(args, path)), {str(path): trtllm_options(args)})
 
 
-def vllm_args(args: ServeArgs) -> tuple[str, ...]:
+def _served_at(args: ServeArgs) -> tuple[str, ...]:
+    """The name and address vLLM and SGLang both take in these flags."""
     return (
-        "--model",
-        args.model_path,
         "--served-model-name",
         args.served_model_name,
         "--host",
         args.host,
         "--port",
         str(args.port),
+    )
+
+
+def vllm_args(args: ServeArgs) -> tuple[str, ...]:
+    return (
+        "--model",
+        args.model_path,
+        *_served_at(args),
         "--enable-prefix-caching",
         "--scheduling-policy",
         "priority",
@@ -143,12 +150,7 @@ def sglang_args(args: ServeArgs) -> tuple[str, ...]:
     return (
         "--model-path",
         args.model_path,
-        "--served-model-name",
-        args.served_model_name,
-        "--host",
-        args.host,
-        "--port",
-        str(args.port),
+        *_served_at(args),
         "--context-length",
         str(args.max_model_len),
         "--mem-fraction-static",
