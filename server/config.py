@@ -41,6 +41,10 @@ class _Section(BaseModel):
     )
 
 
+Engine = Literal["vllm", "sglang", "trtllm"]
+"""The serving engines `headstart backend start` can run (server.backend.engines)."""
+
+
 class LocalBackendSettings(_Section):
     """The vLLM that `backend.mode: local` starts on this machine (server.backend.process).
 
@@ -73,7 +77,7 @@ class LocalBackendSettings(_Section):
     extra_args: tuple[str, ...] = Field(
         (), description='More `vllm serve` arguments, e.g. ["--quantization", "fp8"].'
     )
-    engine: Literal["vllm", "sglang", "trtllm"] = Field(
+    engine: Engine = Field(
         "vllm",
         description="The serving engine to start: vllm, sglang (python -m "
         "sglang.launch_server) or trtllm (trtllm-serve), each with its prefix cache, the "

@@ -20,9 +20,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, get_args
 
-Engine = Literal["vllm", "sglang", "trtllm"]
+from server.config import Engine
+
 ENGINES: Final[tuple[Engine, ...]] = get_args(Engine)
 TITLES: Final[Mapping[Engine, str]] = {
     "vllm": "vLLM",

@@ -34,7 +34,6 @@ import httpx
 from server.backend.engines import (
     INSTALL,
     TITLES,
-    Engine,
     ServeArgs,
     engine_command,
     find_launcher,
@@ -55,7 +54,7 @@ from server.backend.router import (
     router_binary,
     router_command,
 )
-from server.config import Settings
+from server.config import Engine, Settings
 
 if sys.platform != "win32":
     import fcntl

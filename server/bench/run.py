@@ -43,6 +43,7 @@ from server.backend.local_vllm import served_models
 from server.bench.engine_metrics import NAMES, MetricNames, engine_at
 from server.bench.replay import ReplayError, load_traces
 from server.bench.stats import (
+    cdf,
     keystroke_latencies,
     parse_metrics,
     quantiles,
@@ -407,9 +408,7 @@ class Bench:
                     "loadAverage": step.load_average,
                     **summarize(records, lags, seconds),
                     "vllm": vllm,
-                    "cdfMs": [percentile(latencies, q / 10) for q in range(1001)]
-                    if latencies
-                    else [],
+                    "cdfMs": cdf(latencies),
                 }
             )
         return {

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from server.bench.engine_metrics import COUNTER_KEYS, NAMES, MetricNames
-from server.metrics import percentile
+from server.metrics import percentile, percentiles
 
 Record = dict[str, Any]
 
@@ -113,7 +113,7 @@ def quantiles(values: list[float]) -> dict[str, float | int | None]:
 
 def cdf(values: list[float]) -> list[float]:
     """The 0th, 0.1st, ..., 100th percentiles of `values` ([] without any), for a CDF plot."""
-    return [percentile(values, q / 10) for q in range(1001)] if values else []
+    return percentiles(values, [q / 10 for q in range(1001)]) if values else []
 
 
 def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[str, Any]:
