@@ -397,12 +397,17 @@ def write_state(state: BackendState) -> None:
     """Replace the record atomically, so that a reader never sees half of it."""
     path = state_path()
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    _write_private(temporary, state.to_json())
+    os.replace(temporary, path)
+
+
+def _write_private(path: Path | str, text: str) -> None:
+    """`text` in a file only this user may read (0600), on disk before this returns."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
-        out.write(state.to_json())
+        out.write(text)
         out.flush()
         os.fsync(out.fileno())
-    os.replace(temporary, path)
 
 
 def remove_state() -> None:
@@ -715,9 +720,7 @@ def _spawn(
 ) -> tuple[subprocess.Popen[bytes], BackendState]:
     log_path = backend_dir() / log_name
     for path, text in launch.files.items():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
+        _write_private(path, text)
     with log_path.open("wb") as log_file:
         log_file.write(f"# headstart: {shlex.join(launch.command)}\n".encode())
         log_file.flush()
