@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from server.bench.editor_session import EditorSession  # noqa: E402
 from server.completion.prompt import choose_template  # noqa: E402
 from server.completion.request import CursorContext, Prompting, finish_text, plan_request  # noqa: E402
+from server.completion.stops import CursorShape, apply_stops  # noqa: E402
 from server.completion.token_count import load_token_counter  # noqa: E402
 from server.config import load_settings  # noqa: E402
 from server.metrics import percentile  # noqa: E402
@@ -198,20 +199,45 @@ def replay(args: argparse.Namespace, problems: list[dict[str, Any]]) -> int:
     counter = load_token_counter(args.tokenizer, "")
     prompting = Prompting(choose_template("qwen", None, counter), counter)
     settings = load_settings(eval_settings("http://127.0.0.1:1/v1", None), environ={})
-    rows = []
+    rows, read, whole = [], [], 0
     for problem in problems:
         if problem["task_id"] not in raw:
             continue
         _, shape = plan_for(problem, prompting, settings)
         text, _, _ = document_for(problem)
-        suggestion = finish_text(
-            raw[problem["task_id"]], shape, text, len(problem["prompt"]), "python"
-        )
+        output = raw[problem["task_id"]]
+        suggestion = finish_text(output, shape, text, len(problem["prompt"]), "python")
         rows.append(
             {"task_id": problem["task_id"], "completion": completion_for(problem, suggestion)}
         )
+        read.append(counter.count(output[: stream_read(output, shape)]))
+        whole += _lines(suggestion) == _lines(problem["canonical_solution"])
     write_rows(args.out, rows)
+    print(
+        f"{len(rows)} answers; the whole reference middle kept in {whole} "
+        f"({100 * whole / max(1, len(rows)):.1f}%); tokens of each stream read before its "
+        f"stop: mean {sum(read) / max(1, len(read)):.1f}, p50 {percentile(read, 50):.0f}, "
+        f"p90 {percentile(read, 90):.0f}"
+        if read
+        else "no answers",
+        file=sys.stderr,
+    )
     return 0
+
+
+def stream_read(output: str, shape: CursorShape) -> int:
+    """How much of a streamed `output` the server reads before its stop rules end it
+    (they run at every line end; all of it when they never do)."""
+    end = output.find("\n")
+    while end >= 0:
+        if apply_stops(output[: end + 1], shape, final=False)[1]:
+            return end + 1
+        end = output.find("\n", end + 1)
+    return len(output)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")]
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
