@@ -135,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench_run.add_argument("--replay-drivers", type=int, help="processes (default: 1 per 200)")
     bench_run.add_argument(
+        "--metrics-urls",
+        metavar="URL1,URL2,...",
+        default="",
+        help="read the engine's metrics from these replicas (behind a router) and sum them; "
+        "each replica's prefix-cache hit ratio is listed too (default: the backend URL)",
+    )
+    bench_run.add_argument(
         "--compare",
         metavar="URL1,URL2,...",
         help="replay the --replay traces on each of these backends in turn, step by step, "
@@ -267,6 +274,7 @@ def bench_command(args: argparse.Namespace) -> int:
         replay_users=replay_users,
         replay_salt=not args.no_replay_salt,
         replay_drivers=args.replay_drivers,
+        metrics_urls=[url.strip() for url in args.metrics_urls.split(",") if url.strip()],
     )
     try:
         results = bench.run(options)

@@ -5,7 +5,9 @@ its own `headstart serve` over LSP, all against one backend. Load goes up in ste
 10, 50 users): users added at a step keep typing through the later ones. Each step is
 measured over a window after its users are up: keystroke-to-suggestion p50/p99/p999, the
 server's stages, the completion cache's hit ratio, and from vLLM's /metrics the
-prefix-cache hit ratio, throughput and its own time to first token.
+prefix-cache hit ratio, throughput and its own time to first token. Behind a router, which
+has no vLLM metrics of its own, `--metrics-urls` reads the replicas' instead: the step's
+figures are those of their sum, and each replica's prefix-cache hit ratio is listed.
 
 With `--replay TRACES`, each step also runs replayed users (`server.bench.replay`): the
 requests that recorded editors' servers sent (`--record`), sent again with their timing and
@@ -47,7 +49,9 @@ from server.bench.stats import (
     keystroke_latencies,
     parse_metrics,
     quantiles,
+    replica_figures,
     step_metrics,
+    sum_metrics,
     summarize,
     summarize_replay,
 )
@@ -91,6 +95,9 @@ class BenchOptions:
     replay_salt: bool = True
     """Give each replayed user its own prefix cache (vLLM's `cache_salt`)."""
     replay_drivers: int | None = None
+    metrics_urls: list[str] = field(default_factory=list)
+    """The engines whose /metrics are read and summed (the replicas behind a router);
+    none: the backend's."""
 
     def steps(self) -> list[tuple[int, int]]:
         """(editors, replayed users) of each step: with replay, one step per replay count,
@@ -110,8 +117,9 @@ class Step:
     replayed: int = 0
     started: float = 0.0
     ended: float = 0.0
-    metrics_before: dict[str, Any] | None = None
-    metrics_after: dict[str, Any] | None = None
+    metrics_before: list[dict[str, Any]] = field(default_factory=list)
+    """One read of /metrics per metrics URL, at the step's start; `metrics_after` at its end."""
+    metrics_after: list[dict[str, Any]] = field(default_factory=list)
     load_average: float = 0.0
     skipped: str | None = None
 
@@ -162,6 +170,7 @@ class Bench:
         self.replayed = 0
         self.model = ""
         self.engine = "vllm"
+        self.metrics_urls = options.metrics_urls or [options.backend_url]
 
     def receive(self, event: Record) -> None:
         if "lag" in event:
@@ -316,8 +325,7 @@ class Bench:
             raise BenchError(f"{title}: only {len(self.ready)} editors started in time")
         self._progress(f"{title}: {self.users} editors up", end=True)
         await asyncio.sleep(options.warmup_s)
-        names = NAMES[self.engine]
-        step.metrics_before = await _scrape(options.backend_url, names)
+        step.metrics_before = await self._scrape_engines()
         step.started = time.monotonic()
         while (elapsed := time.monotonic() - step.started) < options.step_s:
             recent = self.records[-5000:]
@@ -328,11 +336,37 @@ class Bench:
             self._progress(f"{title} [{bar}] {elapsed:.0f}/{options.step_s:.0f} s  {p50}")
             await asyncio.sleep(0.5)
         step.ended = time.monotonic()
-        step.metrics_after = await _scrape(options.backend_url, names)
+        step.metrics_after = await self._scrape_engines()
         step.load_average = os.getloadavg()[0]
         done = [r["ms"] for r in self._in_step(step) if "ms" in r]
         p50 = f", p50 {percentile(done, 50):.0f} ms over {len(done)} answers" if done else ""
         self._progress(f"{title}: done{p50}", end=True)
+
+    async def _scrape_engines(self) -> list[dict[str, Any]]:
+        """Each metrics URL's /metrics, read at once."""
+        names = NAMES[self.engine]
+        return list(await asyncio.gather(*(_scrape(url, names) for url in self.metrics_urls)))
+
+    def _engine_figures(
+        self, step: Step, seconds: float
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+        """The engine's figures of a step over the sum of the metrics URLs' counters, and
+        each replica's own when there are several."""
+        reads = list(zip(self.metrics_urls, step.metrics_before, step.metrics_after, strict=True))
+        for url, before, after in reads:
+            # a backend with no metrics at all is no failure, unless they were asked of it
+            asked = bool(self.options.metrics_urls) or before["counters"] or after["counters"]
+            if asked and (not before["counters"] or not after["counters"]):
+                self.warnings.append(
+                    f"step of {step.users} users: the engine's metrics at {url} did not answer "
+                    "at the step's start or end, so the step's engine figures are left out"
+                )
+        summed = step_metrics(
+            sum_metrics(step.metrics_before), sum_metrics(step.metrics_after), seconds
+        )
+        if len(reads) < 2:
+            return summed, None
+        return summed, [replica_figures(*read, seconds) for read in reads]
 
     def _progress(self, text: str, end: bool = False) -> None:
         if self.options.progress_bar:
@@ -384,13 +418,7 @@ class Bench:
             lags = [ms for t, ms in self.lags if step.started <= t < step.ended]
             replayed = [r for r in self.replay_records if step.started <= r["t"] < step.ended]
             latencies = keystroke_latencies(records)
-            assert step.metrics_before is not None and step.metrics_after is not None
-            vllm = step_metrics(step.metrics_before, step.metrics_after, seconds)
-            if vllm is None and (step.metrics_before["counters"] or step.metrics_after["counters"]):
-                self.warnings.append(
-                    f"step of {step.users} users: the engine's metrics did not answer at the "
-                    "step's start or end, so its figures are left out"
-                )
+            vllm, replicas = self._engine_figures(step, seconds)
             results.append(
                 {
                     "users": step.users,
@@ -408,6 +436,7 @@ class Bench:
                     "loadAverage": step.load_average,
                     **summarize(records, lags, seconds),
                     "vllm": vllm,
+                    "replicas": replicas,
                     "cdfMs": cdf(latencies),
                 }
             )
@@ -415,7 +444,12 @@ class Bench:
             "command": "headstart bench run " + " ".join(sys.argv[3:]),
             "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
             "machine": {"cpus": os.cpu_count(), "memoryGB": _memory_gb()},
-            "backend": {"url": options.backend_url, "model": self.model, "engine": self.engine},
+            "backend": {
+                "url": options.backend_url,
+                "model": self.model,
+                "engine": self.engine,
+                "metricsUrls": self.metrics_urls,
+            },
             "workspace": {"root": str(options.root), "linesToType": lines},
             "settings": options.settings,
             "typingSpeed": options.speed,
@@ -567,6 +601,8 @@ def report(results: dict[str, Any]) -> str:
             f"{_ms(vllm.get('apiServerCpuMsPerRequest')):>10} "
             f"{_ms(step['driverLagMs']['p99']):>8} {step['loadAverage']:>5.1f}"
         )
+        if step.get("replicas"):
+            out.append(_replicas_row(step["replicas"]))
         if step.get("replay"):
             out.append(_replay_row(step["replayedUsers"], step["replay"]))
     floor = results.get("floor")
@@ -594,6 +630,13 @@ def _replay_row(users: int, replay: dict[str, Any]) -> str:
         f"errors {errors}, send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "
         + ", ".join(f"{cores:.2f}" if cores is not None else "-" for cores in replay["driverCores"])
     )
+
+
+def _replicas_row(replicas: list[dict[str, Any]]) -> str:
+    """Each replica's prefix-cache hit ratio and finished requests, under the step's row."""
+    ratios = " / ".join(_ratio(r["prefixCacheHitRatio"]) for r in replicas)
+    requests = " / ".join("-" if r["requests"] is None else str(r["requests"]) for r in replicas)
+    return f"{'':>5} replicas: prefix cache {ratios}, requests {requests}"
 
 
 def _ms(value: float | None) -> str:

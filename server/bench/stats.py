@@ -85,6 +85,43 @@ def step_metrics(
     return metrics_delta(before, after, seconds)
 
 
+def sum_metrics(reads: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several engines' reads of /metrics (`parse_metrics`) as one engine's: the replicas
+    behind a router, their counters, TTFT buckets and waiting queues added up. One read
+    that did not answer leaves the sum empty, as a missing read is no zero."""
+    if not reads or any(not read["counters"] for read in reads):
+        return {"counters": {}, "ttft_buckets": {}, "queue": None}
+    counters: dict[str, float] = defaultdict(float)
+    buckets: dict[float, float] = defaultdict(float)
+    for read in reads:
+        for key, value in read["counters"].items():
+            counters[key] += value
+        for edge, count in read["ttft_buckets"].items():
+            buckets[edge] += count
+    queues = [read["queue"] for read in reads if read["queue"] is not None]
+    return {
+        "counters": dict(counters),
+        "ttft_buckets": dict(buckets),
+        "queue": sum(queues) if queues else None,
+    }
+
+
+def replica_figures(
+    url: str, before: dict[str, Any], after: dict[str, Any], seconds: float
+) -> dict[str, Any]:
+    """One replica's part of a step: its prefix-cache hit ratio, the requests it finished
+    and the prompt tokens it took (None where a read of its /metrics did not answer)."""
+    delta = step_metrics(before, after, seconds)
+    if delta is None:
+        return {"url": url, "prefixCacheHitRatio": None, "requests": None, "promptTokens": None}
+    return {
+        "url": url,
+        "prefixCacheHitRatio": delta["prefixCacheHitRatio"],
+        "requests": round(delta["counts"]["requests"]),
+        "promptTokens": round(delta["counts"]["prompt_tokens"]),
+    }
+
+
 def histogram_quantile(buckets: dict[float, float], q: float) -> float | None:
     """The upper edge (ms) of the cumulative bucket where the q-th percentile falls."""
     if not buckets:
