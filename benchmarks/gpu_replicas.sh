@@ -9,7 +9,8 @@
 # runs it with vLLM's site for fastapi/uvicorn, in .gpu/router; on the device
 # `pip install --no-deps --target ~/router-site .gpu/router/*.whl` and the wrapper in ~/bin.
 # Env: MODEL_DIR (~/models/real15), SERVED (q15), REPLICAS (2), SHARE (0.6: the total memory
-#   share, split between the replicas on one GPU), PORT (8000), MAX_LEN (16384); gpu_common's.
+#   share, split between the replicas on one GPU), PORT (8000), MAX_LEN (16384), VLLM_ARGS
+#   (more arguments for each vLLM, e.g. "--load-format dummy"); gpu_common's.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$repo/gpu-replicas-out}
@@ -30,7 +31,8 @@ fi
 step "starting ${REPLICAS:-2} replicas behind vllm-router on port ${PORT:-8000}"
 "$py" -m server backend start --model "${MODEL_DIR:-$HOME/models/real15}" \
   --served-model-name "${SERVED:-q15}" --port "${PORT:-8000}" --replicas "${REPLICAS:-2}" \
-  --gpu-memory-utilization "${SHARE:-0.6}" --max-model-len "${MAX_LEN:-16384}" || exit 1
+  --gpu-memory-utilization "${SHARE:-0.6}" --max-model-len "${MAX_LEN:-16384}" \
+  ${VLLM_ARGS:+-- $VLLM_ARGS} || exit 1
 "$py" -m server backend status --json > "$out/backend_status.json"
 "$py" - "$out/backend_status.json" > "$HOME/replica_urls" <<'EOF' || exit 1
 import json, sys
