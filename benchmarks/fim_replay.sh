@@ -39,10 +39,11 @@ EOF
       --endpoint "${ENDPOINT:-http://127.0.0.1:8012/v1}" --raw "$raw/$set.jsonl" \
       --max-tokens 128 --concurrency 1
   fi
+  raw_file=$raw/$set.jsonl; [ -f "$raw_file" ] || raw_file=$raw_file.xz
   for rules in base this; do
     tree=$repo; [ "$rules" = base ] && tree=$base
     (cd "$tree" && "$py" benchmarks/fim_server_eval.py --dataset "$set" --data "$out/data" \
-      --replay "$raw/$set.jsonl" --out "$out/$set-$rules.jsonl")
+      --replay "$raw_file" --out "$out/$set-$rules.jsonl")
     python3 "$fim/fim_eval.py" --dataset "$set" --data-dir "$out/data" --quiet \
       --completions "$out/$set-$rules.jsonl" --summary "$out/$set-$rules.json" > /dev/null
     python3 - "$out/$set-$rules.json" "$set" "$rules" <<'EOF'

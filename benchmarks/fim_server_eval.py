@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import lzma
 import os
 import sys
 import tempfile
@@ -195,7 +196,9 @@ def replay(args: argparse.Namespace, problems: list[dict[str, Any]]) -> int:
     if args.ceiling:
         raw = {p["task_id"]: p["canonical_solution"] + p["suffix"] for p in problems}
     else:
-        raw = {r["task_id"]: r["raw"] for r in map(json.loads, args.replay.open())}
+        opener = lzma.open if args.replay.suffix == ".xz" else open  # docs/results/fim_raw/gpu
+        with opener(args.replay, "rt") as lines:
+            raw = {r["task_id"]: r["raw"] for r in map(json.loads, lines)}
     counter = load_token_counter(args.tokenizer, "")
     prompting = Prompting(choose_template("qwen", None, counter), counter)
     settings = load_settings(eval_settings("http://127.0.0.1:1/v1", None), environ={})
