@@ -12,7 +12,9 @@
 #   STEP (30 s measured a step), WARMUP (5 s), REPO (rich-15.0.0: the package typed, from
 #   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts), BENCH_ARGS
 #   (more options of `headstart bench run`, e.g. `--record ~/traces` or `--replay ~/traces
-#   --replay-users 100,300`); and gpu_common.sh's.
+#   --replay-users 100,300`), CPUS (cores for the editors and their servers, e.g. 4-15, so
+#   they leave vLLM's processes the rest: start vLLM under `taskset -c 0-3`); and
+#   gpu_common.sh's.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 name=${NAME:-bench}
@@ -29,7 +31,7 @@ fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 step "headstart bench run on $workspace, users ${USERS:-1,10,50,100,200,400}"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
-"$py" -m server bench run "$workspace" --backend-url "$endpoint" \
+${CPUS:+taskset -c "$CPUS"} "$py" -m server bench run "$workspace" --backend-url "$endpoint" \
   --users "${USERS:-1,10,50,100,200,400}" --step-seconds "${STEP:-30}" \
   --warmup-seconds "${WARMUP:-5}" --floor-prompts "${FLOOR:-200}" \
   --settings "$settings" --out "$out" ${BENCH_ARGS:-} | tee "$out/table.txt"
