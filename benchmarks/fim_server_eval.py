@@ -176,6 +176,8 @@ async def raw_outputs(args: argparse.Namespace, problems: list[dict[str, Any]]) 
                 "temperature": 0.0,
                 "stop": list(request.stop),
             }
+            if request.stop_token_ids:  # as the server sends them (server/backend/client.py)
+                body["stop_token_ids"] = list(request.stop_token_ids)
             async with gate:
                 reply = (await client.post("/completions", json=body)).json()
             return {"task_id": problem["task_id"], "raw": reply["choices"][0]["text"]}
@@ -208,7 +210,7 @@ def replay(args: argparse.Namespace, problems: list[dict[str, Any]]) -> int:
             continue
         _, shape = plan_for(problem, prompting, settings)
         text, _, _ = document_for(problem)
-        output = raw[problem["task_id"]]
+        output = until_stop_token(raw[problem["task_id"]], prompting.template.stop_tokens)
         suggestion = finish_text(output, shape, text, len(problem["prompt"]), "python")
         rows.append(
             {"task_id": problem["task_id"], "completion": completion_for(problem, suggestion)}
@@ -226,6 +228,14 @@ def replay(args: argparse.Namespace, problems: list[dict[str, Any]]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def until_stop_token(output: str, stop_tokens: tuple[str, ...]) -> str:
+    """`output` up to the first of the template's stop tokens, where the server's request
+    (`stop_token_ids`) would have ended it: outputs recorded without them run on past the
+    model's end of the middle (`<|repo_name|>` and another file)."""
+    ends = [index for token in stop_tokens if (index := output.find(token)) >= 0]
+    return output[: min(ends)] if ends else output
 
 
 def stream_read(output: str, shape: CursorShape) -> int:
