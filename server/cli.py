@@ -222,6 +222,11 @@ def index_folder(root: Path, cache_dir: Path | None) -> int:
     return 0
 
 
+def _url_list(text: str) -> list[str]:
+    """`URL1,URL2,...` as a list, blanks and trailing slashes dropped."""
+    return [url.strip().rstrip("/") for url in text.split(",") if url.strip()]
+
+
 def bench_command(args: argparse.Namespace) -> int:
     """`headstart bench run|plot`; server.bench.run and server.bench.plots do the work."""
     from server.bench import run as bench
@@ -274,7 +279,7 @@ def bench_command(args: argparse.Namespace) -> int:
         replay_users=replay_users,
         replay_salt=not args.no_replay_salt,
         replay_drivers=args.replay_drivers,
-        metrics_urls=[url.strip() for url in args.metrics_urls.split(",") if url.strip()],
+        metrics_urls=_url_list(args.metrics_urls),
     )
     try:
         results = bench.run(options)
@@ -290,7 +295,7 @@ def bench_compare(args: argparse.Namespace) -> int:
     """`headstart bench run --compare URL1,URL2 --replay DIR --replay-users N,...`."""
     from server.bench import compare
 
-    backends = [url.strip().rstrip("/") for url in args.compare.split(",") if url.strip()]
+    backends = _url_list(args.compare)
     try:
         replay_users = [int(n) for n in args.replay_users.split(",") if n.strip()]
     except ValueError as exc:
