@@ -188,3 +188,30 @@ async def test_a_backend_that_refuses_token_ids_gets_text_from_then_on(
     assert isinstance(later["body"]["prompt"], str)
     said = await wait_for_log(fresh, "refuses prompts as token ids")
     assert said.count("refuses prompts as token ids") == 1
+
+
+@pytest.mark.parametrize("flavor", ["sglang", "trtllm"])
+async def test_sglang_gets_vllms_fields_and_tensorrt_llm_none(
+    fresh: LanguageClient, workspace: Path, flavor: str
+) -> None:
+    """SGLang takes vLLM's completion fields as vLLM does (its protocol.py): the prompt as
+    token ids, the keystroke's priority, stop token ids. TensorRT-LLM answers fields it does
+    not know with 400, so it gets a plain OpenAI body."""
+    tokenizer_file = real_qwen_tokenizer_file()
+    with FakeBackend(extra_args=["--flavor", flavor]) as engine:
+        engine.script([], default_text="sum(items)\n", tokenizer=tokenizer_file)
+        settings = fast_settings(engine.url, tokenizer=str(tokenizer_file))
+        await start_session(fresh, "vscode", workspace, settings)
+        text, position = cursor_at("def total(items):\n    return █\n")
+        uri = open_document(fresh, workspace / "total.py", text)
+
+        assert await suggestion(fresh, uri, position) == "sum(items)"
+
+        (event,) = engine.events()
+    body = event["body"]
+    if flavor == "sglang":
+        assert isinstance(body["prompt"], list) and body["priority"] == 0
+        assert body["stop_token_ids"] and body["return_token_ids"] is True
+    else:
+        assert isinstance(body["prompt"], str)
+        assert not {"priority", "stop_token_ids", "return_token_ids"} & set(body)

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import xxhash
 
+from server.backend.engines import takes_vllm_fields
 from server.backend.trace import RequestTrace
 from server.config import BackendSettings
 
@@ -301,7 +302,7 @@ class CompletionBackend:
             "stop": list(request.stop),
             "stream": True,
         }
-        if model.owned_by == "vllm":  # fields other OpenAI-compatible servers may refuse
+        if takes_vllm_fields(model.owned_by):
             body["return_token_ids"] = True
             if request.stop_token_ids:
                 body["stop_token_ids"] = list(request.stop_token_ids)

@@ -77,6 +77,18 @@ def engine_of(owned_by: str) -> Engine | None:
     return OWNED_BY.get(owned_by)
 
 
+TAKES_VLLM_FIELDS: Final = frozenset({"vllm", "sglang"})
+"""Engines whose completions take vLLM's own fields as vLLM does (`priority`, lower first;
+prompts of token ids; `stop_token_ids`; `return_token_ids`, streamed per chunk) and that
+tokenize on request at `/tokenize`: SGLang's protocol.py and serving_completions.py."""
+
+
+def takes_vllm_fields(owned_by: str) -> bool:
+    """Whether a backend that says `owned_by` may be sent vLLM's fields; other
+    OpenAI-compatible servers may refuse them."""
+    return engine_of(owned_by) in TAKES_VLLM_FIELDS
+
+
 @dataclass(frozen=True)
 class ServeArgs:
     """What every engine is started with: the same inputs, whatever the engine."""

@@ -29,6 +29,7 @@ from server.backend.client import (
     close_in_background,
     close_uninterrupted,
 )
+from server.backend.engines import takes_vllm_fields
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
 from server.completion.prompt import PromptTemplate, choose_template
@@ -279,14 +280,16 @@ class Completer:
             counter = await asyncio.to_thread(
                 load_token_counter, settings.tokenizer, tokenizer_home(model)
             )
-            foreign = model.owned_by == "vllm" and not await backend_agrees(self.backend, counter)
+            foreign = takes_vllm_fields(model.owned_by) and not await backend_agrees(
+                self.backend, counter
+            )
             if foreign:
                 counter = TokenCounter()
             template = choose_template(settings.template, model.id, counter)
             if foreign:  # its vocabulary is not known here: stop by strings alone
                 template = dataclasses.replace(template, stop_token_ids=())
             encoder = None
-            if counter.tokenizer is not None and model.owned_by == "vllm":
+            if counter.tokenizer is not None and takes_vllm_fields(model.owned_by):
                 encoder = PromptEncoder(counter.tokenizer)
             self._prompting[key] = Prompting(template, counter, encoder)
         return self._prompting[key]
