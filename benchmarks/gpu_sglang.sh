@@ -33,6 +33,11 @@ if [ ! -d "$cuda" ]; then
   for f in "$dev"/include/* "$site"/nvidia/cu13/include/*; do ln -sfn "$f" "$cuda/include/"; done
   for f in "$dev"/lib/* "$site"/nvidia/cu13/lib/*; do ln -sfn "$f" "$cuda/lib64/"; done
   [ -e "$cuda/lib64/libcudart.so" ] || ln -sfn libcudart.so.13 "$cuda/lib64/libcudart.so"
+  # nvcc adds the include folder beside its real self (the site's), not $CUDA_HOME's: the
+  # runtime headers go there too, else JIT kernels fail on cuda_runtime.h.
+  for f in "$dev"/include/*; do
+    [ -e "$site/nvidia/cu13/include/${f##*/}" ] || ln -s "$f" "$site/nvidia/cu13/include/"
+  done
 fi
 # The flags `headstart backend start --engine sglang` gives SGLang, from our own code.
 flags=$(PYTHONPATH=${HS_SITE:-$HOME/hs-site}:$repo python3 - "$model" "$name" "$port" \
@@ -48,6 +53,7 @@ PY
 eval "flags=($flags)"
 # PYTHONPATH skips .pth files: the second entry is what nvidia_cutlass_dsl_packages.pth adds.
 export PYTHONPATH=$site:$site/nvidia_cutlass_dsl/dsl_packages CUDA_HOME=$cuda \
+       CPATH=$cuda/include${CPATH:+:$CPATH} LIBRARY_PATH=$cuda/lib64${LIBRARY_PATH:+:$LIBRARY_PATH} \
        HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DO_NOT_TRACK=1
 setsid nohup python3 -m sglang.launch_server "${flags[@]}" \
   --sampling-backend "${SAMPLING_BACKEND:-pytorch}" "$@" > "$HOME/sglang_$name.log" 2>&1 < /dev/null &
