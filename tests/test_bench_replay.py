@@ -195,3 +195,41 @@ def test_replayed_copies_are_salted_apart(fake: FakeBackend, tmp_path: Path) -> 
     salts = {event["body"].get("cache_salt") for event in fake.events()}
     assert salts == {"headstart-replay-0", "headstart-replay-1"}
     assert {event["body"]["model"] for event in fake.events()} == {fake.model}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("throttle_ms", [50, 0])
+def test_a_replayed_user_pauses_background_work_as_its_server_would(
+    fake: FakeBackend, tmp_path: Path, throttle_ms: int
+) -> None:
+    """Eight keystrokes whose first tokens take 150 ms, over a 50 ms throttle: the user's
+    background work pauses, so the recorded prefetch is not sent and the next keystroke's
+    request is closed where its line was shown, not read on for its block. With the
+    throttle off (0) both go as recorded."""
+    fake.script(
+        [
+            {"match": "slow", "text": "a\n", "first_delay_ms": 150},
+            {"match": "late", "text": "x\ny\nz\n", "chunk_delay_ms": 50},
+            {"match": "prefetch", "text": "p\n"},
+        ]
+    )
+    lines = [traced_line(100.0 + 0.5 * k, f"slow {k}") for k in range(8)]
+    prefetch = traced_line(103.7, "prefetch")
+    prefetch["body"]["priority"] = 2
+    late = {**traced_line(103.9, "late"), "chunks": 3, "lineChunks": 1}
+    traces = write_trace(tmp_path / "traces", [*lines, prefetch, late])
+    settings = json.dumps({"completion": {"backgroundThrottleMs": throttle_ms}})
+
+    results = replay(fake, traces, tmp_path / "out", "--replay-users", "1",
+                     "--step-seconds", "4.6", "--settings", settings)  # fmt: skip
+
+    sent = {event["body"]["prompt"]: event for event in fake.events()}
+    replayed = results["steps"][0]["replay"]
+    assert all(sent[f"slow {k}"]["completed"] for k in range(8))
+    if throttle_ms:
+        assert "prefetch" not in sent and replayed["throttled"] == 1
+        assert sent["late"]["closed_by"] == "client" and not sent["late"]["completed"]
+        assert replayed["outcomes"]["closed"] == 1
+    else:
+        assert sent["prefetch"]["completed"] and replayed["throttled"] == 0
+        assert sent["late"]["completed"]

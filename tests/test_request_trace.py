@@ -70,3 +70,28 @@ def test_a_half_written_line_is_skipped_and_an_unwritable_trace_stops_quietly(
     blocked.record({}, sent=1.0, first_ms=None, end_ms=1.0, chunks=0, end="done")
     blocked.record({}, sent=1.0, first_ms=None, end_ms=1.0, chunks=0, end="done")
     assert not (tmp_path / "file").is_dir()
+
+
+async def test_a_line_read_on_for_its_block_is_traced_with_where_the_line_was_shown(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    """With `continueInBackground` the suggestion's line is shown while the stream goes on
+    for the block; the trace says after how many events (`lineChunks`), so that a replayed
+    user whose background work is paused can close the request there, as its server would."""
+    trace_path = tmp_path / "requests.jsonl"
+    settings = fast_settings(fake.url, continueInBackground=True)
+    settings["log"] = {"requestTrace": str(trace_path)}
+    await start_session(fresh, "vscode", workspace, settings)
+    fake.script([{"match": "", "text": "compute(items)\ny = total(x)\nz = y * 2\n"}])
+    text, position = cursor_at("x = █\n")
+    uri = open_document(fresh, workspace / "block.py", text)
+
+    assert await suggestion(fresh, uri, position) == "compute(items)"
+
+    for _ in range(100):  # written when the background stream ends
+        if trace_path.exists() and read_trace(trace_path):
+            break
+        await asyncio.sleep(0.05)
+    (traced,) = read_trace(trace_path)
+    assert traced["end"] == "done"
+    assert 1 <= traced["lineChunks"] < traced["chunks"]

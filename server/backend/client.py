@@ -102,6 +102,10 @@ class StreamStats:
     finish_reason: str | None = None
     resumes: int = 0
     """Times the stream broke and was resumed (server.backend.resume)."""
+    line_chunks: int | None = None
+    """Chunks received when a one-line suggestion was complete while its stream went on
+    for the block (`completion.continueInBackground`): where the server would have closed
+    it without that (the request trace's `lineChunks`)."""
 
 
 @dataclass(frozen=True)
@@ -335,7 +339,8 @@ class CompletionBackend:
         finally:
             if self.trace is not None:
                 end_ms = (time.perf_counter() - started) * 1000
-                self.trace.record(body, sent, first_ms, end_ms, chunks, end)
+                line_chunks = stats.line_chunks if stats.resumes == 0 else None
+                self.trace.record(body, sent, first_ms, end_ms, chunks, end, line_chunks)
 
     async def _post(
         self, body: dict[str, Any], headers: dict[str, str], stats: StreamStats

@@ -13,6 +13,10 @@ request ends:
     end      "done" (the backend finished), "cancelled" (the request's task was
              cancelled: a newer keystroke, a cancel from the editor), "closed" (the server
              stopped reading: it had what it needed), "error"
+    lineChunks  events received when its one-line suggestion was shown while the stream
+             went on in the background (`completion.continueInBackground`); absent
+             otherwise. Replay closes the request there while its user's background work
+             is paused, as the server would.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class RequestTrace:
         end_ms: float,
         chunks: int,
         end: str,
+        line_chunks: int | None = None,
     ) -> None:
         if self._failed:
             return
@@ -48,6 +53,8 @@ class RequestTrace:
         if first_ms is not None:
             line["firstMs"] = round(first_ms, 3)
         line.update(endMs=round(end_ms, 3), chunks=chunks, end=end)
+        if line_chunks is not None:
+            line["lineChunks"] = line_chunks
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

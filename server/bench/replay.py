@@ -12,6 +12,13 @@ recorded timing, and ends each one as the server did:
 - the rest are read to their end, unless the user's next keystroke request comes while
   it still has no first token: then it is closed, as the user's server would close it.
 
+Each replayed user also pauses its background work as its server would
+(`completion.backgroundThrottleMs`, `server.completion.throttle`): while the median of its
+last keystroke requests' first tokens is over the budget, it skips recorded prefetches and
+closes a keystroke request where its line was shown (the trace's `lineChunks`) instead of
+reading on for the block. Without that, a trace recorded at a light load would keep
+sending the speculative requests a loaded server stops.
+
 Replayed user `u` plays trace `u mod n` from a phase of its own (copies of one trace are
 spread over its length by the golden ratio), looping it, and by default salts its prompts
 (`cache_salt`), so that two copies of one trace never share vLLM's prefix cache and the
@@ -28,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,12 +43,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.backend.client import Priority
 from server.backend.engines import body_for
 from server.backend.trace import read_trace
 from server.bench import driver
 from server.bench.driver import Driver, Record
 from server.bench.sse_post import Connections, ProtocolError, post
+from server.completion.throttle import BackgroundThrottle
+from server.config import CompletionSettings
 
+THROTTLE_MS: float = CompletionSettings.model_fields["background_throttle_ms"].default
+"""`completion.backgroundThrottleMs` by default: replayed users throttle as servers do."""
 LOOP_GAP_S = 1.0
 """Silence between the end of a trace and its start again, when a replayed user loops."""
 GOLDEN = 0.6180339887498949
@@ -49,8 +62,10 @@ RECORD_FIELDS = {
     "t": "monotonic time the request was sent",
     "priority": "the request's priority (0 when it had none)",
     "recorded": "how the recorded request ended: done, cancelled, closed, error",
-    "outcome": "how this one ended: done, cancelled, closed, superseded, error",
+    "outcome": "how this one ended: done, cancelled, closed, superseded, error; "
+    "throttled: a prefetch not sent while background work was paused",
     "lagMs": "how late it was sent against its schedule (the driver's lag)",
+    "paused": "whether its user's background work was paused when it was sent",
     "ttftMs": "ms from sending to the first event (absent when none came)",
     "ms": "ms from sending to the end",
 }
@@ -68,6 +83,8 @@ class TracedRequest:
     end: str
     end_ms: float
     chunks: int
+    line_chunks: int | None = None
+    """Where the server showed the request's line and read on for the block (`lineChunks`)."""
     fields_json: bytes = b"{}"
     """The body but its model, encoded once: each replayed copy only adds its model name
     and salt in front."""
@@ -108,6 +125,7 @@ def load_traces(path: Path, engine: str = "vllm") -> list[Trace]:
                 end=str(line.get("end", "done")),
                 end_ms=float(line.get("endMs", 0.0)),
                 chunks=int(line.get("chunks", 0)),
+                line_chunks=int(line["lineChunks"]) if "lineChunks" in line else None,
                 fields_json=_fields_json(body_for(engine, line["body"])),
             )
             for line in lines
@@ -151,6 +169,7 @@ class ReplayedUser:
         model: str,
         salt: bool,
         emit: Callable[[Record], None],
+        throttle_ms: float = THROTTLE_MS,
     ) -> None:
         self.user = user
         self.trace = traces[user % len(traces)]
@@ -164,6 +183,8 @@ class ReplayedUser:
         self.emit = emit
         self.unanswered: dict[asyncio.Task[None], Record] = {}
         """Keystroke requests in flight with no first token yet."""
+        self.throttle = BackgroundThrottle(throttle_ms)
+        """Its server's background throttle, fed the keystroke requests' first tokens."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Send the schedule's requests on time until `stop`; then end those in flight."""
@@ -176,9 +197,13 @@ class ReplayedUser:
                 break
             except TimeoutError:
                 pass
+            record: Record = {"replayed": self.user, "priority": request.priority}
+            if self.throttle.paused and request.priority >= Priority.PREFETCH:
+                self.emit({**record, "t": time.monotonic(), "outcome": "throttled"})
+                continue
             if request.priority == 0:
                 self._supersede()
-            record: Record = {"replayed": self.user, "priority": request.priority}
+            record["paused"] = self.throttle.paused
             task = asyncio.create_task(self.send(request, due, record))
             if request.priority == 0:
                 self.unanswered[task] = record
@@ -218,6 +243,9 @@ class ReplayedUser:
         """POST and read as the recorded request was read; how it ended. A stream ended
         early closes its connection, which is how the backend learns to abort it."""
         close_after_s = request.end_ms / 1000 if request.end == "cancelled" else None
+        close_after_events = request.chunks if request.end == "closed" else None
+        if record["paused"] and request.end == "done" and request.line_chunks is not None:
+            close_after_events = request.line_chunks  # its server would not read on
         events = 0
         connection = None
         reusable = False
@@ -237,7 +265,9 @@ class ReplayedUser:
                     if events == 1:
                         record["ttftMs"] = (time.monotonic() - sent) * 1000
                         self.unanswered.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
-                    if request.end == "closed" and events >= max(request.chunks, 1):
+                        if request.priority == 0:
+                            self.throttle.observe(record["ttftMs"])
+                    if close_after_events is not None and events >= max(close_after_events, 1):
                         return "closed"
                 reusable = reply.complete and reply.keep_alive
                 return "done"
@@ -260,13 +290,21 @@ class ReplayDriver(Driver):
         self.traces = load_traces(Path(config["traces"]), engine)
         self.model = str(config["model"])
         self.salt = bool(config.get("salt", True)) and engine != "trtllm"  # no cache_salt
+        self.throttle_ms = float(config.get("backgroundThrottleMs", THROTTLE_MS))
+        logging.getLogger("server.completion.throttle").setLevel(logging.ERROR)  # one per user
         self.connections = Connections(str(config["backendUrl"]))
         _allow_open_files()
 
     def add(self, user: dict[str, Any]) -> None:
         number = int(user["user"])
         replayed = ReplayedUser(
-            number, self.traces, self.connections, self.model, self.salt, self.emit
+            number,
+            self.traces,
+            self.connections,
+            self.model,
+            self.salt,
+            self.emit,
+            self.throttle_ms,
         )
         self.start(number, replayed.run(self.stop))
 

@@ -43,7 +43,7 @@ import httpx
 
 from server.backend.local_vllm import served_models
 from server.bench.engine_metrics import NAMES, MetricNames, engine_at
-from server.bench.replay import ReplayError, load_traces
+from server.bench.replay import THROTTLE_MS, ReplayError, load_traces
 from server.bench.stats import (
     cdf,
     keystroke_latencies,
@@ -262,6 +262,9 @@ class Bench:
             "model": self.model,
             "salt": options.replay_salt,
             "engine": self.engine,
+            "backgroundThrottleMs": (options.settings.get("completion") or {}).get(
+                "backgroundThrottleMs", THROTTLE_MS
+            ),
         }
         if options.replay_salt and self.engine == "trtllm":
             self.warnings.append(
@@ -627,7 +630,9 @@ def _replay_row(users: int, replay: dict[str, Any]) -> str:
         f"{'':>5} + {users} replayed users: {replay['requestsPerS']:.1f} requests/s, keystroke "
         f"TTFT p50 {_ms(keystroke['p50']).strip()} p99 {_ms(keystroke['p99']).strip()} ms "
         f"(n={keystroke['n']}), superseded answered {_ratio(replay['supersededAnsweredShare'])}, "
-        f"errors {errors}, send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "
+        f"errors {errors}, background paused for {_ratio(replay.get('pausedShare')).strip()} "
+        f"of keystrokes ({replay.get('throttled', 0)} prefetches not sent), "
+        f"send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "
         + ", ".join(f"{cores:.2f}" if cores is not None else "-" for cores in replay["driverCores"])
     )
 

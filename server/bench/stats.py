@@ -212,10 +212,13 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
 
     "Waited for" are keystroke requests (priority 0) that the recording read to an
     answer (ended done or closed); a keystroke request the recording cancelled was
-    superseded, so only whether its first token came before the cancel is counted."""
+    superseded, so only whether its first token came before the cancel is counted.
+    Prefetches a paused user did not send count as `throttled`, not as requests."""
     outcomes: dict[str, int] = defaultdict(int)
     for record in records:
         outcomes[record["outcome"]] += 1
+    throttled = outcomes.pop("throttled", 0)
+    records = [r for r in records if r["outcome"] != "throttled"]
     keystrokes = [r for r in records if r["priority"] == 0 and r["outcome"] != "error"]
     waited = [r for r in keystrokes if r["recorded"] in ("done", "closed")]
     superseded = [r for r in keystrokes if r["recorded"] == "cancelled"]
@@ -223,6 +226,10 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
         "requests": len(records),
         "requestsPerS": len(records) / seconds,
         "outcomes": dict(outcomes),
+        "throttled": throttled,
+        "pausedShare": (
+            sum(1 for r in keystrokes if r.get("paused")) / len(keystrokes) if keystrokes else None
+        ),
         "keystrokeTtftMs": quantiles([r["ttftMs"] for r in waited if "ttftMs" in r]),
         "keystrokeTtftCdfMs": cdf([r["ttftMs"] for r in waited if "ttftMs" in r]),
         "keystrokeNoAnswer": sum(1 for r in waited if "ttftMs" not in r),

@@ -414,6 +414,8 @@ class Completer:
                         kept, done = apply_stops(received, shape, final=False)
                         if done:
                             handed_over = keep_open
+                            if keep_open:
+                                stats.line_chunks = stats.chunks
                             return kept, None, (stream, received) if keep_open else None
                         if keep_open and line_cap is not None and stats.chunks >= line_cap:
                             return apply_stops(received, shape, final=True)[0], None, None
