@@ -61,5 +61,5 @@ PY
   rm -rf "$site"
 fi
 rm -f "$out"/sglang.part*
-split -b 56M -d "$cache/sglang.tar.gz" "$out/sglang.part"
+split -b 52M -d "$cache/sglang.tar.gz" "$out/sglang.part"  # + the working tree <= 64 MiB
 ls -la "$out"/sglang.part*
