@@ -26,6 +26,7 @@ from cache.paths import display_path, uri_to_path
 from server import __version__
 from server.backend.client import BackendError, CompletionBackend, Priority
 from server.backend.trace import RequestTrace
+from server.completion.prefetch_use import PrefetchUse
 from server.completion.request import (
     Completer,
     CursorContext,
@@ -82,6 +83,8 @@ class HeadstartServer(LanguageServer):
         self.completer = Completer(self.backend)
         self.throttle = BackgroundThrottle(self.settings.completion.background_throttle_ms)
         """Pauses continuations and prefetches while the backend is slow."""
+        self.prefetch_use = PrefetchUse()
+        """Sends fewer prefetches while their suggestions go unused."""
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
         self.following: dict[str, asyncio.Task[Any]] = {}
@@ -158,6 +161,7 @@ class HeadstartServer(LanguageServer):
             "serverMs": ms,
             "answered": suggestion is not None,
             "background": self.throttle.state,
+            "prefetch": self.prefetch_use.state,
         }
         if suggestion is not None:
             report |= {
@@ -407,6 +411,7 @@ class HeadstartServer(LanguageServer):
         hit = self.shown.lookup(uri, ctx.text, ctx.offset)
         if hit is None:
             return None
+        self.prefetch_use.served(uri, hit.rest, hit.typed)
         elapsed_ms = (time.perf_counter() - (started or looked)) * 1000
         log.debug(
             "%s: served from %s (%d typed, %d left, %.3f ms)",
@@ -425,6 +430,7 @@ class HeadstartServer(LanguageServer):
         """A model request's suggestion, remembered for typing that follows (and for a
         later keystroke that joins this request after its own editor request was
         cancelled), then continued or prefetched in the background."""
+        self.prefetch_use.moved_on(uri)
         suggestion = await self.completer.complete(ctx, completion)
         self.report_backend(suggestion.error, suggestion.timings_ms.get("total"))
         first_chunk_ms = suggestion.timings_ms.get("first_chunk")
@@ -478,6 +484,7 @@ class HeadstartServer(LanguageServer):
             and completion.reuse_typed_suggestions
             and bool(suggestion.text)
             and suggestion.error is None
+            and self.prefetch_use.wanted()  # last: it counts the prefetches asked for
         )
 
     def prefetch(self, uri: str, ctx: CursorContext, shown: str) -> None:
@@ -497,12 +504,14 @@ class HeadstartServer(LanguageServer):
         def done(task: asyncio.Task[Suggestion]) -> None:
             if self.following.get(uri) is task:
                 del self.following[uri]
-            if task.cancelled() or task.exception() is not None:
+            failed = task.cancelled() or task.exception() is not None
+            result = None if failed else task.result()
+            if result is None or not result.text or result.error is not None:
+                self.prefetch_use.wasted()  # the user typed on first, or nothing came
                 return
-            result = task.result()
-            if result.text and result.error is None:
-                self.shown.remember(uri, accepted.text, accepted.offset, result.text, result.mode)
-                log.debug("%s: the suggestion after this one is ready (prefetched)", uri)
+            self.shown.remember(uri, accepted.text, accepted.offset, result.text, result.mode)
+            self.prefetch_use.ready(uri, result.text)
+            log.debug("%s: the suggestion after this one is ready (prefetched)", uri)
 
         task.add_done_callback(done)
 
