@@ -3,8 +3,8 @@
 After a block suggestion the server asks at once for the one that would follow its
 acceptance, so that accepting the block shows the next suggestion without a wait. That
 request pays only when the block is accepted; for a user who seldom accepts blocks it is
-load on the shared GPU for nothing, and prefetches are about a third of the requests a
-typing user sends (`headstart bench`, 10 users on one H200). So the server keeps the fate
+load on the shared GPU for nothing, and prefetches are over a quarter of the requests a
+typing user sends (29% for 10 users of `headstart bench` on one H200). So the server keeps the fate
 of its last prefetches: while fewer than `MIN_USED_SHARE` of the last `WINDOW` were used,
 it sends only every `PROBE_EVERY`-th one, which is enough to notice when they are used
 again.
