@@ -233,3 +233,32 @@ def test_a_replayed_user_pauses_background_work_as_its_server_would(
     else:
         assert sent["prefetch"]["completed"] and replayed["throttled"] == 0
         assert sent["late"]["completed"]
+
+
+@pytest.mark.timeout(120)
+def test_a_key_that_types_on_a_running_request_waits_for_it_instead_of_closing_it(
+    fake: FakeBackend, tmp_path: Path
+) -> None:
+    """Recorded at a light load, each key's request came after the one before had ended.
+    Replayed against a backend that now takes 600 ms to a first token, the keys that typed
+    on (`typesOn`) wait for the running request, as a server joining it would, and the
+    second of them drops the first, which is never sent."""
+    fake.script(
+        [{"match": "slow", "text": "x\n", "first_delay_ms": 600}, {"match": "", "text": "y\n"}]
+    )
+    lines = [
+        traced_line(10.0, "slow 1"),
+        {**traced_line(10.2, "typed 2"), "typesOn": True},
+        {**traced_line(10.3, "typed 3"), "typesOn": True},
+    ]
+    results = replay(fake, write_trace(tmp_path / "traces", lines), tmp_path / "out",
+                     "--replay-users", "1", "--step-seconds", "1.2")  # fmt: skip
+
+    slow, typed = fake.events()[:2]
+    assert [slow["body"]["prompt"], typed["body"]["prompt"]] == ["slow 1", "typed 3"]
+    assert slow["completed"] and typed["received_at"] >= slow["first_chunk_at"]
+    replayed = results["steps"][0]["replay"]
+    assert replayed["outcomes"]["superseded"] == 1  # "typed 2", dropped unsent
+    assert replayed["joinedShare"] == pytest.approx(1 / 3)
+    assert replayed["keystrokeTtftMs"]["n"] == 2
+    assert replayed["keystrokeTtftMs"]["p50"] >= 250  # "typed 3": ~0.3 s joined, then its own

@@ -50,6 +50,8 @@ async def test_each_request_is_traced_with_its_body_and_how_it_ended(
     assert by_end["cancelled"]["chunks"] == 0 and "firstMs" not in by_end["cancelled"]
     assert by_end["cancelled"]["endMs"] < 900
     assert traced[0]["sent"] <= traced[1]["sent"]
+    assert by_end["done"]["typesOn"] is True  # "c" typed at the first request's cursor
+    assert "typesOn" not in by_end["cancelled"]
 
 
 def test_a_half_written_line_is_skipped_and_an_unwritable_trace_stops_quietly(

@@ -17,16 +17,27 @@ request ends:
              went on in the background (`completion.continueInBackground`); absent
              otherwise. Replay closes the request there while its user's background work
              is paused, as the server would.
+    typesOn  true for a keystroke's request whose document is the previous request's with
+             characters typed at its cursor: a server that finds the previous one still
+             running waits for it (`completion.joinInFlight`), and so does replay.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TextIO
 
 log = logging.getLogger(__name__)
+
+
+NOTE: ContextVar[Mapping[str, Any] | None] = ContextVar("request_trace_note", default=None)
+"""Fields added to the trace line of each request sent in the current context: the layer
+that knows what a request is for (the language server's `typesOn`) says so without the
+backend client knowing about editors."""
 
 
 class RequestTrace:
@@ -55,6 +66,7 @@ class RequestTrace:
         line.update(endMs=round(end_ms, 3), chunks=chunks, end=end)
         if line_chunks is not None:
             line["lineChunks"] = line_chunks
+        line.update(NOTE.get() or {})
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,13 @@ recorded timing, and ends each one as the server did:
 - the rest are read to their end, unless the user's next keystroke request comes while
   it still has no first token: then it is closed, as the user's server would close it.
 
+A keystroke request recorded as typing on the one before it (`typesOn`) that comes while
+that one is still running waits for it, up to the server's join wait, before it is sent,
+instead of closing it: its server would join the running request
+(`completion.joinInFlight`), and under a load heavier than the recording's more keys find
+one running. A key that comes while one is waiting so drops it unsent, as a newer key
+supersedes a join. The wait counts in that keystroke's time to first token.
+
 Each replayed user also pauses its background work as its server would
 (`completion.backgroundThrottleMs`, `server.completion.throttle`): while the median of its
 last keystroke requests' first tokens is over the budget, it skips recorded prefetches and
@@ -49,6 +56,7 @@ from server.backend.trace import read_trace
 from server.bench import driver
 from server.bench.driver import Driver, Record
 from server.bench.sse_post import Connections, ProtocolError, post
+from server.completion.request import JOIN_WAIT_S
 from server.completion.throttle import BackgroundThrottle
 from server.config import CompletionSettings
 
@@ -67,6 +75,7 @@ RECORD_FIELDS = {
     "lagMs": "how late it was sent against its schedule (the driver's lag)",
     "paused": "whether its user's background work was paused when it was sent",
     "ttftMs": "ms from sending to the first event (absent when none came)",
+    "joinMs": "ms a keystroke request that typed on a running one waited for it, unsent",
     "ms": "ms from sending to the end",
 }
 
@@ -85,6 +94,8 @@ class TracedRequest:
     chunks: int
     line_chunks: int | None = None
     """Where the server showed the request's line and read on for the block (`lineChunks`)."""
+    types_on: bool = False
+    """A keystroke's request typed on at the previous request's cursor (`typesOn`)."""
     fields_json: bytes = b"{}"
     """The body but its model, encoded once: each replayed copy only adds its model name
     and salt in front."""
@@ -126,6 +137,7 @@ def load_traces(path: Path, engine: str = "vllm") -> list[Trace]:
                 end_ms=float(line.get("endMs", 0.0)),
                 chunks=int(line.get("chunks", 0)),
                 line_chunks=int(line["lineChunks"]) if "lineChunks" in line else None,
+                types_on=bool(line.get("typesOn", False)),
                 fields_json=_fields_json(body_for(engine, line["body"])),
             )
             for line in lines
@@ -185,6 +197,10 @@ class ReplayedUser:
         """Keystroke requests in flight with no first token yet."""
         self.throttle = BackgroundThrottle(throttle_ms)
         """Its server's background throttle, fed the keystroke requests' first tokens."""
+        self.running: asyncio.Task[None] | None = None
+        """The latest keystroke request sent, while it is in flight: the one to join."""
+        self.joining: dict[asyncio.Task[None], Record] = {}
+        """Keystroke requests waiting, unsent, for the running one to end."""
 
     async def run(self, stop: asyncio.Event) -> None:
         """Send the schedule's requests on time until `stop`; then end those in flight."""
@@ -201,10 +217,15 @@ class ReplayedUser:
             if self.throttle.paused and request.priority >= Priority.PREFETCH:
                 self.emit({**record, "t": time.monotonic(), "outcome": "throttled"})
                 continue
+            join = None
             if request.priority == 0:
-                self._supersede()
+                self._drop_joining()
+                running = self.running if request.types_on else None
+                join = running if running is not None and not running.done() else None
+                if join is None:
+                    self._supersede()
             record["paused"] = self.throttle.paused
-            task = asyncio.create_task(self.send(request, due, record))
+            task = asyncio.create_task(self.send(request, due, record, join))
             if request.priority == 0:
                 self.unanswered[task] = record
                 task.add_done_callback(lambda done: self.unanswered.pop(done, None))
@@ -223,12 +244,31 @@ class ReplayedUser:
             task.cancel()
         self.unanswered.clear()
 
-    async def send(self, request: TracedRequest, due: float, record: Record) -> None:
+    def _drop_joining(self) -> None:
+        """A new keystroke drops the ones still waiting to join: their server would have
+        answered this key instead."""
+        for task, record in self.joining.items():
+            record["superseded"] = True
+            task.cancel()
+        self.joining.clear()
+
+    async def send(
+        self,
+        request: TracedRequest,
+        due: float,
+        record: Record,
+        join: asyncio.Task[None] | None = None,
+    ) -> None:
         fields = request.fields_json
         body = self.own_json + (b", " + fields[1:] if fields != b"{}" else b"}")
         sent = time.monotonic()
         record.update(t=sent, recorded=request.end, lagMs=(sent - due) * 1000)
         try:
+            if join is not None:
+                await self._join(join, record)
+                sent = time.monotonic()
+            if request.priority == 0:
+                self.running = asyncio.current_task()
             record["outcome"] = await self._stream(body, request, sent, record)
         except asyncio.CancelledError:
             if not record.pop("superseded", False):
@@ -236,6 +276,22 @@ class ReplayedUser:
             record["outcome"] = "superseded"
         record["ms"] = (time.monotonic() - sent) * 1000
         self.emit(record)
+
+    async def _join(self, running: asyncio.Task[None], record: Record) -> None:
+        """Wait, unsent, for the running keystroke request to end, as a server that joins
+        it would; past the join wait its server sends its own request, closing that one."""
+        task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
+        self.joining[task] = record
+        started = time.monotonic()
+        try:
+            await asyncio.wait({running}, timeout=JOIN_WAIT_S)
+        finally:
+            self.joining.pop(task, None)
+        record["joinMs"] = (time.monotonic() - started) * 1000
+        if not running.done():
+            self.unanswered.pop(task, None)  # this one goes on, the running one is closed
+            self._supersede()
+            self.unanswered[task] = record
 
     async def _stream(
         self, body: bytes, request: TracedRequest, sent: float, record: Record

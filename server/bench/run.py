@@ -629,7 +629,8 @@ def _replay_row(users: int, replay: dict[str, Any]) -> str:
     return (
         f"{'':>5} + {users} replayed users: {replay['requestsPerS']:.1f} requests/s, keystroke "
         f"TTFT p50 {_ms(keystroke['p50']).strip()} p99 {_ms(keystroke['p99']).strip()} ms "
-        f"(n={keystroke['n']}), superseded answered {_ratio(replay['supersededAnsweredShare'])}, "
+        f"(n={keystroke['n']}), joined {_ratio(replay.get('joinedShare')).strip()}, "
+        f"superseded answered {_ratio(replay['supersededAnsweredShare'])}, "
         f"errors {errors}, background paused for {_ratio(replay.get('pausedShare')).strip()} "
         f"of keystrokes ({replay.get('throttled', 0)} prefetches not sent), "
         f"send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "

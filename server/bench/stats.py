@@ -213,7 +213,9 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
     "Waited for" are keystroke requests (priority 0) that the recording read to an
     answer (ended done or closed); a keystroke request the recording cancelled was
     superseded, so only whether its first token came before the cancel is counted.
-    Prefetches a paused user did not send count as `throttled`, not as requests."""
+    Prefetches a paused user did not send count as `throttled`, not as requests. A
+    keystroke request that waited, unsent, for the running one it typed on (`joinMs`) has
+    that wait in its time to first token: the user waited for it too."""
     outcomes: dict[str, int] = defaultdict(int)
     for record in records:
         outcomes[record["outcome"]] += 1
@@ -222,6 +224,7 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
     keystrokes = [r for r in records if r["priority"] == 0 and r["outcome"] != "error"]
     waited = [r for r in keystrokes if r["recorded"] in ("done", "closed")]
     superseded = [r for r in keystrokes if r["recorded"] == "cancelled"]
+    first_tokens = [r.get("joinMs", 0.0) + r["ttftMs"] for r in waited if "ttftMs" in r]
     return {
         "requests": len(records),
         "requestsPerS": len(records) / seconds,
@@ -230,8 +233,11 @@ def summarize_replay(records: list[Record], seconds: float) -> dict[str, Any]:
         "pausedShare": (
             sum(1 for r in keystrokes if r.get("paused")) / len(keystrokes) if keystrokes else None
         ),
-        "keystrokeTtftMs": quantiles([r["ttftMs"] for r in waited if "ttftMs" in r]),
-        "keystrokeTtftCdfMs": cdf([r["ttftMs"] for r in waited if "ttftMs" in r]),
+        "keystrokeTtftMs": quantiles(first_tokens),
+        "keystrokeTtftCdfMs": cdf(first_tokens),
+        "joinedShare": (
+            sum(1 for r in keystrokes if "joinMs" in r) / len(keystrokes) if keystrokes else None
+        ),
         "keystrokeNoAnswer": sum(1 for r in waited if "ttftMs" not in r),
         "supersededAnsweredShare": (
             sum(1 for r in superseded if "ttftMs" in r) / len(superseded) if superseded else None

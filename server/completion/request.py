@@ -72,6 +72,12 @@ class CursorContext:
     """The whole document's tree of `text`, where the server holds one for it."""
 
 
+JOIN_WAIT_S: Final = 0.5
+"""How long a keystroke waits for the running request it joined (`LatestOnly.join`) before
+it sends its own (which cancels that one): a stalled backend must not hold every later
+keystroke."""
+
+
 def types_on(earlier: CursorContext, later: CursorContext) -> bool:
     """Whether `later` is `earlier` with characters typed at its cursor and nothing else
     changed: a suggestion made at `earlier` may still answer it (`SuggestionCache`)."""

@@ -159,6 +159,7 @@ def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> 
     ls.private.pop(params.text_document.uri, None)
     ls.shown.forget(params.text_document.uri)
     ls.prefetch_use.forget(params.text_document.uri)
+    ls.last_asked.pop(params.text_document.uri, None)
     ls.stop_following(params.text_document.uri)
     ls.semantic_tokens.forget(params.text_document.uri)
     ls.trees.forget(params.text_document.uri)

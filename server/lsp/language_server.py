@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import logging
 import time
@@ -25,9 +26,10 @@ from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
 from server import __version__
 from server.backend.client import BackendError, CompletionBackend, Priority
-from server.backend.trace import RequestTrace
+from server.backend.trace import NOTE, RequestTrace
 from server.completion.prefetch_use import PrefetchUse
 from server.completion.request import (
+    JOIN_WAIT_S,
     Completer,
     CursorContext,
     Joined,
@@ -58,9 +60,6 @@ LINGER_S = 0.3
 join it. Typing runs at a key every ~180 ms."""
 SERVED_FROM = {"cached": "the suggestion cache", "joined": "the running request it joined"}
 """Where a suggestion came from without a model request of its own, by its timings key."""
-JOIN_WAIT_S = 0.5
-"""How long a keystroke waits for the running request it joined before it sends its own
-(which cancels that one): a stalled backend must not hold every later keystroke."""
 
 
 class HeadstartServer(LanguageServer):
@@ -87,6 +86,8 @@ class HeadstartServer(LanguageServer):
         """Sends fewer prefetches while their suggestions go unused."""
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
+        self.last_asked: dict[str, CursorContext] = {}
+        """Per document, where the model was last asked (the request trace's `typesOn`)."""
         self.following: dict[str, asyncio.Task[Any]] = {}
         """Per document, the one speculative job: the stream kept going after a one-line
         suggestion, or the request for the suggestion after a block."""
@@ -383,9 +384,17 @@ class HeadstartServer(LanguageServer):
             if joined is Joined.ENDED and (answer := self.from_shown(uri, ctx, "joined", started)):
                 return answer
             waited_ms = (time.perf_counter() - started) * 1000 if joined is not Joined.NONE else 0
-        suggestion = await self.latest.run(
-            uri, self.from_model(uri, ctx, completion), tag=ctx, linger_s=LINGER_S if join else 0
-        )
+        previous, self.last_asked[uri] = self.last_asked.get(uri), ctx
+        typed_on = NOTE.set({"typesOn": True} if previous and types_on(previous, ctx) else None)
+        try:
+            suggestion = await self.latest.run(
+                uri,
+                self.from_model(uri, ctx, completion),
+                tag=ctx,
+                linger_s=LINGER_S if join else 0,
+            )
+        finally:
+            NOTE.reset(typed_on)
         if waited_ms and suggestion is not None:
             suggestion.timings_ms["join_wait"] = waited_ms  # joined, and it did not answer
         if suggestion is not None:
@@ -498,7 +507,11 @@ class HeadstartServer(LanguageServer):
             offset=ctx.offset + len(shown),
         )
         settings = self.settings.completion.model_copy(update={"continue_in_background": False})
-        task = asyncio.create_task(self.completer.complete(accepted, settings, Priority.PREFETCH))
+        context = contextvars.copy_context()
+        context.run(NOTE.set, None)  # a prefetch types on nothing
+        task = asyncio.create_task(
+            self.completer.complete(accepted, settings, Priority.PREFETCH), context=context
+        )
         self.following[uri] = task
 
         def done(task: asyncio.Task[Suggestion]) -> None:
