@@ -343,6 +343,8 @@ try {
   await page.locator(".quick-input-widget input").waitFor({ timeout });
   await page.keyboard.type(`:${line}`);
   await page.keyboard.press("Enter");
+  // The command acts at the cursor: wait until the editor says it is on that line.
+  await page.locator(".statusbar-item", { hasText: `Ln ${line},` }).first().waitFor({ timeout });
   await runCommand("Headstart: Add a Docstring");
   await page.locator(".monaco-editor .view-lines", { hasText: docstring }).first().waitFor({ timeout });
   await shot("11-docstring");
