@@ -50,6 +50,21 @@ def line_rules(root: Path) -> list[dict[str, Any]]:
     return rules
 
 
+BENCH_SETTINGS: dict[str, Any] = {
+    "backend": {"chunkGapMs": 2000},
+    "completion": {"prefetch": False},
+}
+"""Server settings of the bench tests: a loaded test machine may pause a stream for a
+while, and prefetches would blur the requests the tests count."""
+
+
+def answered_project(fake: Any, root: Path) -> Path:
+    """The project at `root`, with `fake` scripted to answer the real rest of its lines."""
+    make_project(root)
+    fake.script(line_rules(root))
+    return root
+
+
 def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "server", "bench", *args],

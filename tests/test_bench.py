@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_helpers import line_rules, make_project, run_bench
+from bench_helpers import BENCH_SETTINGS, answered_project, make_project, run_bench
 from fake_openai import FakeBackend
 from lsprotocol import types
 
@@ -181,14 +181,12 @@ def test_a_suggestion_is_right_only_when_it_is_the_rest_of_the_line(tmp_path: Pa
 def test_bench_runs_load_steps_against_a_backend_and_plots_them(
     fake: FakeBackend, tmp_path: Path
 ) -> None:
-    root = make_project(tmp_path / "project")
-    fake.script(line_rules(root))
+    root = answered_project(fake, tmp_path / "project")
     out = tmp_path / "results"
-    settings = {"backend": {"chunkGapMs": 2000}, "completion": {"prefetch": False}}
     finished = run_bench(
         "run", str(root), "--backend-url", fake.url, "--users", "1,2",
         "--step-seconds", "6", "--warmup-seconds", "1", "--speed", "2",
-        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(settings),
+        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(BENCH_SETTINGS),
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())

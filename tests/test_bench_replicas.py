@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bench_helpers import line_rules, make_project, run_bench
+from bench_helpers import BENCH_SETTINGS, answered_project, run_bench
 from fake_openai import FakeBackend
 
 from server.bench.run import Bench, BenchOptions, Step
@@ -92,15 +92,13 @@ def test_replicas_are_read_at_once_summed_and_each_listed(tmp_path: Path) -> Non
 def test_a_bench_run_sums_the_replicas_it_is_given_and_prints_each(
     fake: FakeBackend, tmp_path: Path
 ) -> None:
-    root = make_project(tmp_path / "project")
-    fake.script(line_rules(root))
+    root = answered_project(fake, tmp_path / "project")
     out = tmp_path / "results"
-    settings = {"backend": {"chunkGapMs": 2000}, "completion": {"prefetch": False}}
     with FakeBackend() as other, steady_load(other):
         finished = run_bench(
             "run", str(root), "--backend-url", fake.url, "--users", "1",
             "--step-seconds", "4", "--warmup-seconds", "1", "--speed", "2",
-            "--floor-prompts", "0", "--out", str(out), "--settings", json.dumps(settings),
+            "--floor-prompts", "0", "--out", str(out), "--settings", json.dumps(BENCH_SETTINGS),
             "--metrics-urls", f"{fake.url},{other.base_url}",
         )  # fmt: skip
     assert finished.returncode == 0, finished.stderr[-3000:]
