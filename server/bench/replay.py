@@ -220,8 +220,8 @@ class ReplayedUser:
             join = None
             if request.priority == 0:
                 self._drop_joining()
-                running = self.running if request.types_on else None
-                join = running if running is not None and not running.done() else None
+                running = self.running
+                join = running if request.types_on and running and not running.done() else None
                 if join is None:
                     self._supersede()
             record["paused"] = self.throttle.paused
@@ -235,14 +235,16 @@ class ReplayedUser:
             task.cancel()
         await asyncio.gather(*in_flight, return_exceptions=True)
 
-    def _supersede(self) -> None:
-        """A new keystroke closes the older ones still waiting for their first token, as
-        the user's server would: without it an overloaded backend would pile up requests
-        that no one waits for any more (in the recording they were answered in time)."""
-        for task, record in self.unanswered.items():
-            record["superseded"] = True
-            task.cancel()
-        self.unanswered.clear()
+    def _supersede(self, keep: asyncio.Task[None] | None = None) -> None:
+        """A new keystroke (`keep`, if it is one of them) closes the older ones still
+        waiting for their first token, as the user's server would: without it an
+        overloaded backend would pile up requests that no one waits for any more (in the
+        recording they were answered in time)."""
+        for task, record in list(self.unanswered.items()):
+            if task is not keep:
+                record["superseded"] = True
+                task.cancel()
+                del self.unanswered[task]
 
     def _drop_joining(self) -> None:
         """A new keystroke drops the ones still waiting to join: their server would have
@@ -289,9 +291,7 @@ class ReplayedUser:
             self.joining.pop(task, None)
         record["joinMs"] = (time.monotonic() - started) * 1000
         if not running.done():
-            self.unanswered.pop(task, None)  # this one goes on, the running one is closed
-            self._supersede()
-            self.unanswered[task] = record
+            self._supersede(keep=task)
 
     async def _stream(
         self, body: bytes, request: TracedRequest, sent: float, record: Record

@@ -286,16 +286,15 @@ class Completer:
             counter = await asyncio.to_thread(
                 load_token_counter, settings.tokenizer, tokenizer_home(model)
             )
-            foreign = takes_vllm_fields(model.owned_by) and not await backend_agrees(
-                self.backend, counter
-            )
+            vllm_fields = takes_vllm_fields(model.owned_by)
+            foreign = vllm_fields and not await backend_agrees(self.backend, counter)
             if foreign:
                 counter = TokenCounter()
             template = choose_template(settings.template, model.id, counter)
             if foreign:  # its vocabulary is not known here: stop by strings alone
                 template = dataclasses.replace(template, stop_token_ids=())
             encoder = None
-            if counter.tokenizer is not None and takes_vllm_fields(model.owned_by):
+            if counter.tokenizer is not None and vllm_fields:
                 encoder = PromptEncoder(counter.tokenizer)
             self._prompting[key] = Prompting(template, counter, encoder)
         return self._prompting[key]

@@ -87,7 +87,8 @@ class HeadstartServer(LanguageServer):
         self.latest = LatestOnly()
         self.shown: SuggestionCache[Mode] = SuggestionCache()
         self.last_asked: dict[str, CursorContext] = {}
-        """Per document, where the model was last asked (the request trace's `typesOn`)."""
+        """Per document, where the model was last asked, while requests are traced
+        (`trace_note`)."""
         self.following: dict[str, asyncio.Task[Any]] = {}
         """Per document, the one speculative job: the stream kept going after a one-line
         suggestion, or the request for the suggestion after a block."""
@@ -384,8 +385,7 @@ class HeadstartServer(LanguageServer):
             if joined is Joined.ENDED and (answer := self.from_shown(uri, ctx, "joined", started)):
                 return answer
             waited_ms = (time.perf_counter() - started) * 1000 if joined is not Joined.NONE else 0
-        previous, self.last_asked[uri] = self.last_asked.get(uri), ctx
-        typed_on = NOTE.set({"typesOn": True} if previous and types_on(previous, ctx) else None)
+        noted = NOTE.set(self.trace_note(uri, ctx))
         try:
             suggestion = await self.latest.run(
                 uri,
@@ -394,7 +394,7 @@ class HeadstartServer(LanguageServer):
                 linger_s=LINGER_S if join else 0,
             )
         finally:
-            NOTE.reset(typed_on)
+            NOTE.reset(noted)
         if waited_ms and suggestion is not None:
             suggestion.timings_ms["join_wait"] = waited_ms  # joined, and it did not answer
         if suggestion is not None:
@@ -409,6 +409,15 @@ class HeadstartServer(LanguageServer):
                 resumed,
             )
         return suggestion
+
+    def trace_note(self, uri: str, ctx: CursorContext) -> dict[str, Any] | None:
+        """What the request trace says of a keystroke's model request beyond its body:
+        `typesOn` when it types on the last one asked for this document. Nothing is
+        compared or kept while no trace is written (`log.requestTrace`)."""
+        if self.backend.trace is None:
+            return None
+        previous, self.last_asked[uri] = self.last_asked.get(uri), ctx
+        return {"typesOn": True} if previous is not None and types_on(previous, ctx) else None
 
     def from_shown(
         self, uri: str, ctx: CursorContext, how: str, started: float | None = None
