@@ -46,6 +46,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_engine import PrefillQueue
 from fake_flavors import FLAVORS, OWNED_BY, EngineStats, metrics, refusal, ttft_lines
 
 DEFAULT_MODEL = "fake-coder"
@@ -598,6 +599,8 @@ class CompletionRequest:
     generated: int = 0
     """Tokens at the end of a token-id prompt that the model generated: a resumed stream,
     which the fake continues where the earlier one was cut."""
+    priority: int = 0
+    """vLLM's priority-scheduling rank (lower first); 0 when absent or not an integer."""
 
     @classmethod
     def parse(cls, raw: bytes) -> tuple[Any, CompletionRequest]:
@@ -643,6 +646,7 @@ class CompletionRequest:
         options = body.get("stream_options") or {}
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         return_ids = body.get("return_token_ids") is True
+        priority = body.get("priority", 0)
         return body, cls(
             prompt,
             match_text,
@@ -654,6 +658,7 @@ class CompletionRequest:
             include_usage,
             return_ids,
             generated,
+            priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
         )
 
 
@@ -668,26 +673,38 @@ class PrefixCache:
         self.queries = 0
         self.hits = 0
 
-    def query(self, tokens: list[int]) -> None:
+    def query(self, tokens: list[int], salt: object = None) -> int:
+        """Count a prompt; the tokens it must compute (those not hit). A `cache_salt`
+        starts its own chain, as in vLLM, so salted prompts share no blocks."""
         self.queries += len(tokens)
         hitting = True
-        key = 0
+        key = 0 if salt is None else hash(("salt", salt))
+        hits = 0
         for end in range(self.BLOCK, len(tokens) + 1, self.BLOCK):
             key = hash((key, *tokens[end - self.BLOCK : end]))  # chained, as vLLM's block hashes
             if hitting and key in self.blocks:
-                self.hits += self.BLOCK
+                hits += self.BLOCK
             else:
                 hitting = False
                 self.blocks.add(key)
+        self.hits += hits
+        return len(tokens) - hits
 
 
 class FakeServer:
     """Shared state (script, events, counters) plus the request handlers."""
 
     def __init__(
-        self, model: str, api_key: str | None, default_text: str, flavor: str = "vllm"
+        self,
+        model: str,
+        api_key: str | None,
+        default_text: str,
+        flavor: str = "vllm",
+        prefill: PrefillQueue | None = None,
     ) -> None:
         self.model = model
+        self.prefill = prefill
+        """A compute-bound engine's prefill queue (fake_engine.py); None answers at once."""
         self.flavor = flavor
         """The engine it behaves like where they differ (fake_flavors.py)."""
         self.engine_stats = EngineStats()
@@ -851,7 +868,7 @@ class FakeServer:
             f"fake_completion_requests_total {self.completions_total}",
             "# TYPE vllm:num_requests_running gauge",
             f'vllm:num_requests_running{{model_name="{self.model}"}} {self.active_completions}',
-            f'vllm:num_requests_waiting{{model_name="{self.model}"}} 0',
+            f'vllm:num_requests_waiting{{model_name="{self.model}"}} {self.waiting}',
             "# TYPE vllm:prefix_cache_queries counter",
             f'vllm:prefix_cache_queries_total{{model_name="{self.model}"}} '
             f"{self.prefix_cache.queries}",
@@ -958,7 +975,9 @@ class FakeServer:
             log.info("POST /v1/completions -> 404 (model %r; serving %r)", creq.model, served)
             message = f"The model `{creq.model}` does not exist."
             return await conn.send_json(404, openai_error(message, code=404))
-        self.prefix_cache.query(prompt_token_ids(creq.match_text))
+        computed = self.prefix_cache.query(
+            prompt_token_ids(creq.match_text), body.get("cache_salt")
+        )
         index, rule = self.script.pick(creq.match_text)
         event.rule_index, event.behaviour = index, rule.behaviour
         log.info(
@@ -971,7 +990,7 @@ class FakeServer:
         self.active_completions += 1
         watch = ClientWatch(conn, event)
         try:
-            reply = Completion(self, conn, event, rule, creq, watch)
+            reply = Completion(self, conn, event, rule, creq, watch, computed)
             if creq.stream:
                 return await reply.stream()
             return await reply.whole()
@@ -981,6 +1000,11 @@ class FakeServer:
             await watch.stop()
             if event.closed_by is None:  # e.g. the write failed before the watcher noticed
                 event.close("client" if watch.gone.is_set() else "server")
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for their prefill (vLLM's num_requests_waiting)."""
+        return 0 if self.prefill is None else self.prefill.waiting
 
     def _count(self, event: Event) -> None:
         """An engine's counters for one finished completion."""
@@ -1003,8 +1027,11 @@ class Completion:
         rule: Rule,
         creq: CompletionRequest,
         watch: ClientWatch,
+        computed: int = 0,
     ) -> None:
         self.server = server
+        self.computed = computed
+        """The prompt tokens not in the prefix cache, which a loaded engine must prefill."""
         self.conn = conn
         self.event = event
         self.rule = rule
@@ -1054,6 +1081,15 @@ class Completion:
             "choices": choices,
         }
 
+    async def prefilled(self) -> bool:
+        """Wait for the prompt's turn in a compute-bound engine's prefill queue, if the
+        fake has one; False when the client left first (vLLM aborts it unserved)."""
+        prefill = self.server.prefill
+        if prefill is None or self.rule.behaviour != "normal":
+            return True
+        priority = self.creq.priority
+        return await prefill.prefill(self.computed, priority, self.watch.gone)
+
     async def http_500(self) -> bool:
         """Reply 500 (after first_delay_ms) like an overloaded or crashed backend."""
         if await self.watch.sleep(self.rule.first_delay_ms / 1000):
@@ -1083,6 +1119,8 @@ class Completion:
             return await self.http_500()
         if rule.behaviour in ("stall", "stall_forever"):
             return await self.stall()
+        if not await self.prefilled():
+            return False
         n = len(self.chunks)
         delay = rule.first_delay_ms + rule.chunk_delay_ms * max(n - 1, 0)
         if await self.watch.sleep(delay / 1000):
@@ -1122,6 +1160,8 @@ class Completion:
             ("X-Request-Id", f"cmpl-{event.id}"),
         ]
         if not await self.conn.send_head(200, head, keep_alive=True):
+            return False
+        if not await self.prefilled():  # headers first, as vLLM's streaming response
             return False
         if rule.behaviour == "bad_json_body":
             if await self.watch.sleep(rule.first_delay_ms / 1000):
@@ -1216,7 +1256,8 @@ async def _exit_on_stdin_eof(stop: asyncio.Event) -> None:
 
 async def serve(args: argparse.Namespace) -> int:
     """Start the server, print the port, run until SIGTERM/SIGINT."""
-    fake = FakeServer(args.model, args.api_key, args.default_text, args.flavor)
+    prefill = None if args.prefill_tokens_per_s is None else PrefillQueue(args.prefill_tokens_per_s)
+    fake = FakeServer(args.model, args.api_key, args.default_text, args.flavor, prefill)
     if args.script:
         raw = json.loads(Path(args.script).read_text())
         fake.script = Script.from_json(raw, args.default_text)
@@ -1258,6 +1299,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--exit-on-stdin-eof", action="store_true", help="exit when stdin closes (parent died)"
+    )
+    parser.add_argument(
+        "--prefill-tokens-per-s",
+        type=float,
+        default=None,
+        help="behave like a compute-bound engine: prompt tokens not in the prefix cache "
+        "take 1/RATE s each of one prefill queue served by priority (fake_engine.py)",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -7,6 +7,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,51 @@ def test_api_key() -> None:
 def test_startup_failure_is_reported() -> None:
     with pytest.raises(FakeBackendError, match="failed to start"):
         FakeBackend(extra_args=["--no-such-flag"]).start()
+
+
+def metric(fake: FakeBackend, name: str) -> float:
+    text = httpx.get(f"{fake.base_url}/metrics", trust_env=False).text
+    (line,) = [line for line in text.splitlines() if line.startswith(name + "{")]
+    return float(line.rsplit(" ", 1)[1])
+
+
+def stream_alone(fake: FakeBackend, **kw: Any) -> list[str]:
+    with httpx.Client(timeout=10.0, trust_env=False) as client:
+        return stream(client, fake, **kw)
+
+
+def test_a_loaded_engine_prefills_by_priority_and_drops_prompts_left_waiting() -> None:
+    """--prefill-tokens-per-s: prompts wait for one prefill queue, a lower priority value
+    first; a request whose client leaves while it waits is never served; a salted prompt
+    shares no cached blocks with an unsalted one."""
+    busy = "a" * 16_000  # 4,000 prompt tokens: two seconds of prefill at 2,000 a second
+    with FakeBackend(extra_args=["--prefill-tokens-per-s", "2000"]) as fake:
+        fake.script([{"text": "ok"}])
+        with ThreadPoolExecutor(3) as pool:
+            first = pool.submit(stream_alone, fake, prompt=busy)
+            fake.wait_for(lambda evs: len(evs) == 1)
+            prefetch = pool.submit(stream_alone, fake, prompt="b" * 400, priority=2)
+            fake.wait_for(lambda evs: len(evs) == 2)
+            left_url = f"{fake.url}/completions"
+            with (
+                httpx.Client(timeout=10.0, trust_env=False) as client,
+                client.stream("POST", left_url, json=body("d" * 400)) as r,
+            ):
+                assert r.status_code == 200  # headers before the prefill, as vLLM
+                fake.wait_for(lambda evs: len(evs) == 3)
+                assert metric(fake, "vllm:num_requests_waiting") == 2
+            keystroke = pool.submit(stream_alone, fake, prompt="c" * 400, priority=0)
+            for future in (first, prefetch, keystroke):
+                assert parse_sse(future.result(timeout=20))[1]
+        served = {e["prompt"][0]: e for e in fake.events()}
+        assert served["c"]["first_chunk_at"] < served["b"]["first_chunk_at"]
+        assert served["a"]["first_chunk_at"] < served["c"]["first_chunk_at"]
+        left = served["d"]
+        assert left["closed_by"] == "client" and left["chunks_sent"] == 0
+        assert metric(fake, "vllm:num_requests_waiting") == 0
+
+        hits = metric(fake, "vllm:prefix_cache_hits_total")
+        stream_alone(fake, prompt=busy, cache_salt="user-2")
+        assert metric(fake, "vllm:prefix_cache_hits_total") == hits
+        stream_alone(fake, prompt=busy)
+        assert metric(fake, "vllm:prefix_cache_hits_total") == hits + 4000
