@@ -234,6 +234,15 @@ class CompletionSettings(_Section):
         4096, ge=64, le=131_072, description="Token budget of the whole prompt."
     )
     suffix_share: float = Field(0.1, ge=0.0, le=0.9, description="Most the suffix may take.")
+    fim_suffix_tokens: int = Field(
+        0,
+        ge=0,
+        le=16_384,
+        description="Most tokens of the suffix kept after the cursor in the fill-in-the-middle "
+        "slot, where every keystroke computes them again; the rest of it goes before the "
+        "current file as a chunk of its own, which the backend's prefix cache keeps while "
+        "typing. 0 keeps the whole suffix in the slot.",
+    )
     cross_file_share: float = Field(
         0.4, ge=0.0, le=0.9, description="Most other files' snippets may take."
     )

@@ -677,6 +677,44 @@ def test_the_import_head_stays_while_typing_and_is_not_remembered(
     assert [s for s in second.snippets if s.head] == [s for s in first.snippets if s.head]
 
 
+def test_the_suffix_past_its_fim_share_goes_before_the_file_and_stays_while_typing(
+    py_index: ProjectIndex,
+) -> None:
+    """`Budget.fim_suffix_tokens`: the suffix's head stays in the fill-in-the-middle slot;
+    the rest becomes the file's tail snippet, before the similar code and the file, and
+    does not change while the user types at the cursor (so the prefix cache keeps it)."""
+    after = "".join(f"after_{i} = os.getcwd()\n" for i in range(40))
+    budget = Budget(total=2000, suffix_share=0.3, fim_suffix_tokens=20)
+    whole = build_context("x = ", "1\n" + after, [], Budget(total=2000, suffix_share=0.3))
+    split = build_context("x = ", "1\n" + after, [], budget, file_path="pkg/ship.py")
+    (tail,) = [s for s in split.snippets if s.tail]
+    assert split.suffix.startswith("1\n") and split.suffix.endswith("\n")
+    assert estimate_tokens(split.suffix) <= 20
+    assert tail.path == "pkg/ship.py" and split.suffix + tail.text == whole.suffix
+    assert split.tokens <= budget.available
+
+    builder = ContextBuilder(py_index)
+    text = long_file(20) + "stock = "
+    later = "\n" + after
+    first = builder.build("pkg/ship.py", text + later, len(text), "python", budget)
+    typed = text + "Ware"
+    second = builder.build("pkg/ship.py", typed + later, len(typed), "python", budget)
+    assert [s.text for s in first.snippets if s.tail] == [
+        tail.text for tail in second.snippets if tail.tail
+    ]
+    assert [s for s in second.snippets if s.tail] != []
+    shown = second.snippets
+    at = next(i for i, snippet in enumerate(shown) if snippet.tail)
+    assert not any(snippet.similar or snippet.head for snippet in shown[:at])
+    assert all(snippet.similar or snippet.head for snippet in shown[at + 1 :])
+    off = builder.build(
+        "pkg/ship.py", typed + later, len(typed), "python", Budget(total=2000, suffix_share=0.3)
+    )
+    assert not [s for s in off.snippets if s.tail] and off.suffix == second.suffix + "".join(
+        s.text for s in second.snippets if s.tail
+    )
+
+
 # --- stable order ----------------------------------------------------------------------------
 
 
@@ -879,6 +917,7 @@ texts = st.lists(lines, max_size=60).map("\n".join)
     suffix_share=st.floats(min_value=0, max_value=1),
     similar_share=st.floats(min_value=0, max_value=1),
     head_share=st.floats(min_value=0, max_value=1),
+    fim_suffix=st.integers(min_value=0, max_value=300),
     imports=st.lists(st.sampled_from(IMPORT_LINES), max_size=30).map("".join),
     step=st.integers(min_value=1, max_value=16),
     counter=st.sampled_from(COUNTERS),
@@ -893,13 +932,14 @@ def test_the_budget_is_never_exceeded(
     suffix_share: float,
     similar_share: float,
     head_share: float,
+    fim_suffix: int,
     imports: str,
     step: int,
     counter: object,
 ) -> None:
-    """Definitions, similar-code chunks (`similar`) and the current file's imports
-    (`head`) alike, each kind within its cap (similar code may also take what the
-    definitions leave of theirs)."""
+    """Definitions, similar-code chunks (`similar`), the current file's imports (`head`)
+    and the suffix past its fill-in-the-middle share (`tail`) alike, each kind within its
+    cap (similar code may also take what the definitions leave of theirs)."""
     count = counter if callable(counter) else estimate_tokens
     budget = Budget(
         total,
@@ -909,6 +949,7 @@ def test_the_budget_is_never_exceeded(
         prefix_step_lines=step,
         similar_share=similar_share,
         head_share=head_share,
+        fim_suffix_tokens=fim_suffix,
     )
     prefix = imports + prefix
     snippets = [
@@ -927,7 +968,9 @@ def test_the_budget_is_never_exceeded(
     assert context.tokens == counted <= max(0, total - reserved)
     assert prefix.endswith(context.prefix) and suffix.startswith(context.suffix)
     definitions = sum(
-        overhead(s.path) + count(s.text) for s in context.snippets if not s.head and not s.similar
+        overhead(s.path) + count(s.text)
+        for s in context.snippets
+        if not (s.head or s.similar or s.tail)
     )
     similar = sum(overhead(s.path) + count(s.text) for s in context.snippets if s.similar)
     assert definitions <= budget.cross_file_cap
@@ -939,6 +982,9 @@ def test_the_budget_is_never_exceeded(
     for head in heads:  # only what the prefix lost, each statement whole
         assert len(context.prefix) < len(prefix)
         assert set(head.text.splitlines()) <= set(IMPORT_LINES_SPLIT)
+    for tail in [s for s in context.snippets if s.tail]:  # the suffix past the slot's share
+        assert suffix.startswith(context.suffix + tail.text)
+        assert 0 < count(context.suffix) <= fim_suffix
     assert budget.cross_file_cap + budget.suffix_cap + budget.similar_cap <= budget.available
 
 

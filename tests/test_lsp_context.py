@@ -7,6 +7,7 @@ import asyncio
 import time
 from pathlib import Path
 
+from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, open_document, suggestion
 from lsprotocol import types
@@ -106,6 +107,28 @@ async def test_a_long_file_keeps_its_imports_in_the_prompt(
         "inventory/long_report.py\n"
         "from inventory.models import Warehouse\nfrom inventory.stock import ship\n"
     )
+
+
+async def test_the_suffix_past_its_fim_share_comes_before_the_current_file(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """`completion.fimSuffixTokens`: the lines after the cursor beyond it are shown as a
+    chunk of the current file ahead of it, where typing at the cursor leaves them be."""
+    await start_session(fresh, "vscode", workspace, fast_settings(fake.url, fimSuffixTokens=12))
+    await wait_for_progress_end(fresh)
+    later = "".join(f"late_{i} = len(str({i}))\n" for i in range(30))
+    text, position = cursor_at(NEW_REPORT + "\n" + later)
+    path = workspace / "inventory" / "tail_report.py"
+    uri = open_document(fresh, path, text)
+
+    prompt = await prompt_for(fresh, fake, uri, position)
+
+    chunks = prompt.split("<|file_sep|>")[1:-1]
+    (tail,) = [chunk for chunk in chunks if chunk.startswith("inventory/tail_report.py\n")]
+    assert tail.endswith("late_29 = len(str(29))\n")
+    fim_suffix = prompt[prompt.index("<|fim_suffix|>") : prompt.index("<|fim_middle|>")]
+    assert "late_29" not in fim_suffix and fim_suffix.count("\n") < 6
+    assert prompt_files(prompt)[-1] == "inventory/tail_report.py"
 
 
 async def test_an_unsaved_import_brings_its_module_into_the_prompt(

@@ -179,6 +179,7 @@ def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
     return Budget(
         total=settings.context_tokens,
         suffix_share=settings.suffix_share,
+        fim_suffix_tokens=settings.fim_suffix_tokens,
         cross_file_share=settings.cross_file_share,
         reserved=reserved,
         similar_share=min(

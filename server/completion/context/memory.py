@@ -106,7 +106,7 @@ class SnippetMemory:
         if memory is None:
             return
         kept = {k: (s, ttl - 1) for k, (s, ttl) in memory.chosen.items() if ttl > 1}
-        chosen = tuple(snippet for snippet in chosen if not snippet.head)  # not a candidate
+        chosen = tuple(s for s in chosen if not (s.head or s.tail))  # not candidates
         for snippet in chosen:
             key = (snippet.path, snippet.name)
             if key in memory.faded:  # its score as last found, or the fading compounds

@@ -46,6 +46,10 @@ class Budget:
     head_share: float = 0.1
     """Most the current file's imports may take when the prefix is cut above them
     (`server.completion.file_head`), out of the prefix's room; 0 turns them off."""
+    fim_suffix_tokens: int = 0
+    """Most of the suffix kept in the fill-in-the-middle slot; the rest (the file's tail)
+    becomes a snippet before the current file, where the prefix cache keeps it, since the
+    text after the cursor does not change while the user types at it. 0: all in the slot."""
 
     @property
     def available(self) -> int:
@@ -93,6 +97,9 @@ class Snippet:
     head: bool = False
     """The current file's own import statements that the prefix no longer shows
     (`server.completion.file_head`): rendered last, next to the file they belong to."""
+    tail: bool = False
+    """The current file's text after the suffix kept in the fill-in-the-middle slot
+    (`Budget.fim_suffix_tokens`)."""
 
     @property
     def is_file(self) -> bool:
@@ -103,22 +110,25 @@ class Snippet:
         for every remembered snippet on every keystroke)."""
         return Snippet(
             self.path, self.text, self.start_line, score, self.name, self.language,
-            self.similar, self.head,
+            self.similar, self.head, self.tail,
         )  # fmt: skip
 
     def with_text(self, text: str) -> Snippet:
         return Snippet(
             self.path, text, self.start_line, self.score, self.name, self.language,
-            self.similar, self.head,
+            self.similar, self.head, self.tail,
         )  # fmt: skip
 
     @property
     def order(self) -> tuple[int, str, int, str]:
-        """The render order: file outlines, then definitions, then similar code (it
-        changes with the lines being typed, so it goes last: nearest the current file,
-        where it costs the prefix cache least), then the current file's imports (right
-        before the file); by path, then line."""
-        kind = 3 if self.head else 2 if self.similar else 0 if self.is_file else 1
+        """The render order: file outlines, then definitions, then the current file's
+        tail (it changes only when the cursor moves away), then similar code (it changes
+        with the lines being typed, so it goes last: nearest the current file, where it
+        costs the prefix cache least), then the current file's imports (right before the
+        file); by path, then line."""
+        kind = (
+            4 if self.head else 3 if self.similar else 2 if self.tail else 0 if self.is_file else 1
+        )
         return (kind, self.path, self.start_line, self.name)
 
 

@@ -97,6 +97,15 @@ def build_context(
             overhead,
         )
     suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
+    if 0 < budget.fim_suffix_tokens < suffix_tokens and file_path:
+        tail = _file_tail(suffix, suffix_text, budget.fim_suffix_tokens, file_path, count)
+        if tail is not None:
+            snippet, near, near_tokens = tail
+            cost = count(snippet.text) + overhead(file_path)
+            if used + cost + near_tokens <= available:  # the tail's file marker must fit too
+                chosen.append(snippet)
+                used += cost
+                suffix_text, suffix_tokens = near, near_tokens
     room = available - used - suffix_tokens
     lines = cursor.line if cursor is not None else None
     prefix_text, prefix_tokens = fit_prefix(prefix, room, count, budget.prefix_step_lines, lines)
@@ -125,6 +134,19 @@ def build_context(
         tokens=used + suffix_tokens + prefix_tokens,
         cursor=cursor,
     )
+
+
+def _file_tail(
+    suffix: str, fitted: str, near_cap: int, file_path: str, count: Count
+) -> tuple[Snippet, str, int] | None:
+    """The fitted suffix split where `near_cap` tokens end at a line end: (the rest as the
+    current file's tail snippet, the near part, its tokens); None if no line end is in
+    reach. The tail's line is counted in the whole suffix, for its render order."""
+    near, near_tokens = fit_suffix(fitted, near_cap, count)
+    if not near.endswith("\n") or len(near) >= len(fitted):
+        return None
+    line = suffix.count("\n", 0, len(near))
+    return Snippet(file_path, fitted[len(near) :], line, 0.0, tail=True), near, near_tokens
 
 
 def _per_path(overhead: Overhead) -> Overhead:
