@@ -691,6 +691,7 @@ def test_the_suffix_past_its_fim_share_goes_before_the_file_and_stays_while_typi
     assert split.suffix.startswith("1\n") and split.suffix.endswith("\n")
     assert estimate_tokens(split.suffix) <= 20
     assert tail.path == "pkg/ship.py" and split.suffix + tail.text == whole.suffix
+    assert tail.start_line == split.suffix.count("\n")  # the file's line (the cursor's is 0)
     assert split.tokens <= budget.available
 
     builder = ContextBuilder(py_index)

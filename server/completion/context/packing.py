@@ -98,7 +98,8 @@ def build_context(
         )
     suffix_text, suffix_tokens = fit_suffix(suffix, min(budget.suffix_cap, available - used), count)
     if 0 < budget.fim_suffix_tokens < suffix_tokens and file_path:
-        tail = _file_tail(suffix, suffix_text, budget.fim_suffix_tokens, file_path, count)
+        cursor_line = cursor.line if cursor is not None else prefix.count("\n")
+        tail = _file_tail(suffix_text, budget.fim_suffix_tokens, cursor_line, file_path, count)
         if tail is not None:
             snippet, near, near_tokens = tail
             cost = count(snippet.text) + overhead(file_path)
@@ -137,15 +138,15 @@ def build_context(
 
 
 def _file_tail(
-    suffix: str, fitted: str, near_cap: int, file_path: str, count: Count
+    fitted: str, near_cap: int, cursor_line: int, file_path: str, count: Count
 ) -> tuple[Snippet, str, int] | None:
     """The fitted suffix split where `near_cap` tokens end at a line end: (the rest as the
     current file's tail snippet, the near part, its tokens); None if no line end is in
-    reach. The tail's line is counted in the whole suffix, for its render order."""
+    reach. The suffix starts on `cursor_line`."""
     near, near_tokens = fit_suffix(fitted, near_cap, count)
     if not near.endswith("\n") or len(near) >= len(fitted):
         return None
-    line = suffix.count("\n", 0, len(near))
+    line = cursor_line + near.count("\n")
     return Snippet(file_path, fitted[len(near) :], line, 0.0, tail=True), near, near_tokens
 
 
