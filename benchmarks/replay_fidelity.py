@@ -24,7 +24,6 @@ import argparse
 import http.client
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -34,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_openai import FakeBackend  # noqa: E402
+
+from server.bench.stats import parse_metrics, quantiles  # noqa: E402
 
 WARMUP_S = 5
 
@@ -48,20 +49,14 @@ def bench(tree: Path, url: str, out: Path, args: argparse.Namespace, *extra: str
         subprocess.run(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
 
 
-def metric(fake: FakeBackend, name: str) -> float:
+def engine_counters(fake: FakeBackend) -> dict[str, float]:
+    """The fake's counters, read as the bench reads vLLM's (`parse_metrics`)."""
     conn = http.client.HTTPConnection(fake.host, fake.port, timeout=10)
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
     conn.close()
-    (line,) = [line for line in text.splitlines() if line.startswith(name + "{")]
-    return float(line.rsplit(" ", 1)[1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    counters: dict[str, float] = parse_metrics(text)["counters"]
+    return counters
 
 
 def summarize(name: str, events: list[dict[str, Any]], computed: float) -> dict[str, Any]:
@@ -74,15 +69,17 @@ def summarize(name: str, events: list[dict[str, Any]], computed: float) -> dict[
     for event in events:
         by_priority.setdefault(int((event["body"] or {}).get("priority", 0)), []).append(event)
     keys = by_priority.get(0, [])
-    ttft = [1000 * (e["first_chunk_at"] - e["received_at"]) for e in keys if e["first_chunk_at"]]
+    ttft = quantiles(
+        [1000 * (e["first_chunk_at"] - e["received_at"]) for e in keys if e["first_chunk_at"]]
+    )
     unanswered = sum(1 for e in keys if not e["first_chunk_at"])
     return {
         "arm": name,
         "requests": len(events),
         "perSecond": len(events) / span,
         "byPriority": {p: len(v) for p, v in sorted(by_priority.items())},
-        "keystrokeTtftP50Ms": statistics.median(ttft) if ttft else float("nan"),
-        "keystrokeTtftP99Ms": percentile(ttft, 0.99),
+        "keystrokeTtftP50Ms": ttft["p50"],
+        "keystrokeTtftP99Ms": ttft["p99"],
         "keystrokesClosedBeforeFirstToken": unanswered / len(keys) if keys else 0.0,
         "uncachedTokensPerSecond": computed / span,
     }
@@ -95,19 +92,23 @@ def run_arm(
     fake_args = [] if rate is None else ["--prefill-tokens-per-s", str(rate)]
     with FakeBackend(default_text=args.text, extra_args=[*fake_args, "--quiet"]) as fake:
         bench(tree, fake.url, args.out / name, args, *extra)
-        queried = metric(fake, "vllm:prefix_cache_queries_total")
-        hits = metric(fake, "vllm:prefix_cache_hits_total")
+        counters = engine_counters(fake)
         events = [e for e in fake.events() if e["status"] == 200]
-    summary = summarize(name, events, queried - hits)
+    uncached = counters["prefix_cache_queries"] - counters["prefix_cache_hits"]
+    summary = summarize(name, events, uncached)
     print(
         f"{name:>14}: {summary['requests']:5d} requests, {summary['perSecond']:5.1f}/s "
         f"by priority {summary['byPriority']}; keystroke TTFT p50/p99 "
-        f"{summary['keystrokeTtftP50Ms']:.0f}/{summary['keystrokeTtftP99Ms']:.0f} ms, "
+        f"{_ms(summary['keystrokeTtftP50Ms'])}/{_ms(summary['keystrokeTtftP99Ms'])} ms, "
         f"{100 * summary['keystrokesClosedBeforeFirstToken']:.1f}% closed before it; "
         f"{summary['uncachedTokensPerSecond']:.0f} uncached prompt tokens/s",
         flush=True,
     )
     return summary
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def main() -> int:

@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with or withou
 
 from fake_openai import FakeBackend, FakeBackendError, plan_chunks, prompt_token_ids
 
+from server.bench.stats import parse_metrics
+
 
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
@@ -261,10 +263,9 @@ def test_startup_failure_is_reported() -> None:
         FakeBackend(extra_args=["--no-such-flag"]).start()
 
 
-def metric(fake: FakeBackend, name: str) -> float:
-    text = httpx.get(f"{fake.base_url}/metrics", trust_env=False).text
-    (line,) = [line for line in text.splitlines() if line.startswith(name + "{")]
-    return float(line.rsplit(" ", 1)[1])
+def engine_metrics(fake: FakeBackend) -> dict[str, Any]:
+    """The fake's /metrics as the bench reads vLLM's."""
+    return parse_metrics(httpx.get(f"{fake.base_url}/metrics", trust_env=False).text)
 
 
 def stream_alone(fake: FakeBackend, **kw: Any) -> list[str]:
@@ -291,7 +292,7 @@ def test_a_loaded_engine_prefills_by_priority_and_drops_prompts_left_waiting() -
             ):
                 assert r.status_code == 200  # headers before the prefill, as vLLM
                 fake.wait_for(lambda evs: len(evs) == 3)
-                assert metric(fake, "vllm:num_requests_waiting") == 2
+                assert engine_metrics(fake)["queue"] == 2
             keystroke = pool.submit(stream_alone, fake, prompt="c" * 400, priority=0)
             for future in (first, prefetch, keystroke):
                 assert parse_sse(future.result(timeout=20))[1]
@@ -300,10 +301,10 @@ def test_a_loaded_engine_prefills_by_priority_and_drops_prompts_left_waiting() -
         assert served["a"]["first_chunk_at"] < served["c"]["first_chunk_at"]
         left = served["d"]
         assert left["closed_by"] == "client" and left["chunks_sent"] == 0
-        assert metric(fake, "vllm:num_requests_waiting") == 0
+        assert engine_metrics(fake)["queue"] == 0
 
-        hits = metric(fake, "vllm:prefix_cache_hits_total")
+        hits = engine_metrics(fake)["counters"]["prefix_cache_hits"]
         stream_alone(fake, prompt=busy, cache_salt="user-2")
-        assert metric(fake, "vllm:prefix_cache_hits_total") == hits
+        assert engine_metrics(fake)["counters"]["prefix_cache_hits"] == hits
         stream_alone(fake, prompt=busy)
-        assert metric(fake, "vllm:prefix_cache_hits_total") == hits + 4000
+        assert engine_metrics(fake)["counters"]["prefix_cache_hits"] == hits + 4000
