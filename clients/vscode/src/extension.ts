@@ -253,13 +253,50 @@ class Headstart {
       typeof args === "object" && args !== null && typeof (args as { kind?: unknown }).kind === "string"
         ? (args as { kind: string }).kind
         : REFACTOR_KIND;
-    if (vscode.window.activeTextEditor === undefined) {
+    const editor = vscode.window.activeTextEditor;
+    if (editor === undefined) {
       void vscode.window.showInformationMessage("Headstart: open a file and select the code to refactor.");
       return;
     }
-    // a command for one kind applies its action at once when it is the only one offered
+    if (kind !== REFACTOR_KIND && (await this.runTheOnlyAction(editor, kind))) {
+      return;
+    }
+    // none or several: the editor's menu lists them, or says why there is none
     const apply = kind === REFACTOR_KIND ? "never" : "ifSingle";
     await vscode.commands.executeCommand("editor.action.codeAction", { kind, apply });
+  }
+
+  /**
+   * Run the one code action of `kind` at the selection, asked for and resolved here
+   * rather than through `editor.action.codeAction`: that one drops its answer when the
+   * editor's light bulb asks for the cursor's new place meanwhile (250 ms after a move),
+   * and the user read "No code actions available". False when there is not exactly one.
+   */
+  private async runTheOnlyAction(editor: vscode.TextEditor, kind: string): Promise<boolean> {
+    const found = await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[] | undefined>(
+      "vscode.executeCodeActionProvider",
+      editor.document.uri,
+      editor.selection,
+      kind,
+      1, // resolve it: the model writes the edit now
+    );
+    const actions = (found ?? []).filter(
+      (action): action is vscode.CodeAction => typeof (action as vscode.Command).command !== "string",
+    );
+    const action = actions.length === 1 ? actions[0] : undefined;
+    if (action === undefined) {
+      return false;
+    }
+    // no edit and no command: the resolve failed, and the server has said why
+    if (action.edit !== undefined && !(await vscode.workspace.applyEdit(action.edit))) {
+      void vscode.window.showWarningMessage(`${action.title}: the file changed meanwhile; run it again.`);
+      return true;
+    }
+    if (action.command !== undefined) {
+      const args: unknown[] = action.command.arguments ?? [];
+      await vscode.commands.executeCommand(action.command.command, ...args);
+    }
+    return true;
   }
 
   private async setApiKey(): Promise<void> {
