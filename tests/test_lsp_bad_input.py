@@ -363,6 +363,10 @@ async def drive_malformed_session(pipe: RawPipe, stderr_path: Path) -> None:
     assert initialized["result"]["serverInfo"]["name"] == "headstart"
     assert "inlineCompletionProvider" in initialized["result"]["capabilities"]
     pipe.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    # cancels of a request already answered (as editors send in the normal course) and of
+    # one never sent: ignored, as LSP says, with no warning (editors show stderr as errors)
+    pipe.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 4}})
+    pipe.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 99}})
     pipe.send({"jsonrpc": "2.0", "id": 5, "method": "shutdown"})
     assert (await pipe.reply(5))["result"] is None
     pipe.send({"jsonrpc": "2.0", "method": "exit"})
@@ -375,7 +379,9 @@ async def drive_malformed_session(pipe: RawPipe, stderr_path: Path) -> None:
         end = found.end() + int(found.group(1))
         assert json.loads(rest[found.end() : end])["jsonrpc"] == "2.0"
         rest = rest[end:]
-    assert "Unable to handle message" in stderr_path.read_text()
+    stderr = stderr_path.read_text()
+    assert "Unable to handle message" in stderr
+    assert "Cancel notification" not in stderr
 
 
 # --------------------------------------------------------------------------- UTF-16
