@@ -60,21 +60,6 @@ class EditorLogHandler(logging.Handler):
             self.handleError(record)
 
 
-class _LateCancelIsDebug(logging.Filter):
-    """pygls warns when `$/cancelRequest` names a request it has already answered. LSP says
-    to ignore such a cancel, and editors send them in the normal course (VS Code cancels
-    an inline completion whose reply is on its way), so it is debug, not a warning that
-    the editor's output shows as an error."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and record.msg.startswith("Cancel notification for"):
-            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-        return True
-
-
-_LATE_CANCEL = _LateCancelIsDebug()
-
-
 def configure_logging(level: str = "info", file: str | None = None) -> None:
     """Root logger: stderr always (warnings and up), a file if asked, at `level`."""
     root = logging.getLogger()
@@ -96,7 +81,6 @@ def configure_logging(level: str = "info", file: str | None = None) -> None:
             handler.setLevel(LEVELS[level])
     # pygls logs every message at debug/info; keep its chatter out of the editor's log.
     logging.getLogger("pygls").setLevel(logging.WARNING)
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_LATE_CANCEL)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
 

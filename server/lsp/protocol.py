@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -26,6 +27,8 @@ STATUS = "$/headstart/status"
 """Whether the backend answered, for editors' status bars (the VS Code extension's)."""
 COMPLETION_REPORT = "$/headstart/completionReport"
 """One inline completion's stage timings (log.completionReports), for `headstart bench`."""
+
+log = logging.getLogger(__name__)
 
 
 def _describe(exc: BaseException, type_: type | None) -> str:
@@ -45,7 +48,18 @@ def _wire_path(problem: str) -> str:
 class HeadstartProtocol(LanguageServerProtocol):
     """Replies -32602, naming each bad field, to a request that cannot be deserialised;
     the error raised on (logged, and shown by pygls) names them too. And forgets each
-    notification once handled (`_execute_handler`)."""
+    notification once handled (`_execute_handler`); ignores a cancel of a request it has
+    already answered (`_handle_cancel_notification`)."""
+
+    def _handle_cancel_notification(self, msg_id: MsgId) -> None:
+        """pygls warns of a `$/cancelRequest` for a request it no longer has, and the editor
+        shows that stderr line as an error. LSP says to ignore such a cancel, and editors
+        send them in the normal course (VS Code cancels an inline completion whose reply
+        is on its way)."""
+        if msg_id not in self._request_futures:
+            log.debug("cancel of request %s, already answered: ignored", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
 
     def _execute_handler(
         self,
