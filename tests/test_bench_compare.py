@@ -16,11 +16,12 @@ from server.bench.compare import run_order
 
 
 def write_trace(folder: Path, prompts: list[str], **body: Any) -> Path:
-    """A recorded editor's trace: a keystroke request every 0.25 s, each read to its end."""
+    """A recorded editor's trace: a keystroke request every 0.1 s, each read to its end.
+    Replayed from any phase, all of them are sent well within a 1.5 s step."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = [
         {
-            "sent": 100.0 + 0.25 * i,
+            "sent": 100.0 + 0.1 * i,
             "body": {"prompt": prompt, "max_tokens": 8, "stream": True, "priority": 0, **body},
             "endMs": 5.0,
             "chunks": 1,

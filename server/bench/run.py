@@ -132,6 +132,9 @@ class WorkerProcess:
         self.users = 0
         self.cpu: list[tuple[float, float]] = []
         """(monotonic time, the process's CPU seconds so far), every 100 ms."""
+        self.up = asyncio.Event()
+        """Set at its first report: its event loop runs, so users added now start at once
+        (importing a driver can take seconds on a loaded machine)."""
         self.reader = asyncio.create_task(self._read(sink))
 
     async def _read(self, sink: Bench) -> None:
@@ -141,6 +144,7 @@ class WorkerProcess:
                 event = json.loads(line)
                 if "cpu" in event:
                     self.cpu.append((event["t"], event["cpu"]))
+                    self.up.set()
                 sink.receive(event)
 
     def cores(self, start: float, end: float) -> float | None:
@@ -313,11 +317,6 @@ class Bench:
             worker.send({"add": [user]})
             worker.users += 1
             self.users += 1
-        while self.replayed < step.replayed:
-            driver = min(self.replay_drivers, key=lambda d: d.users)
-            driver.send({"add": [{"user": self.replayed}]})
-            driver.users += 1
-            self.replayed += 1
         deadline = time.monotonic() + options.start_timeout_s
         while len(self.ready) < self.users and time.monotonic() < deadline:
             if self.failures:
@@ -327,9 +326,18 @@ class Bench:
         if len(self.ready) < self.users:
             raise BenchError(f"{title}: only {len(self.ready)} editors started in time")
         self._progress(f"{title}: {self.users} editors up", end=True)
+        if step.replayed > self.replayed:
+            await self._replay_drivers_up(title)
+        while self.replayed < step.replayed:
+            driver = min(self.replay_drivers, key=lambda d: d.users)
+            driver.send({"add": [{"user": self.replayed}]})
+            driver.users += 1
+            self.replayed += 1
+        # the step's clock starts with its users' warm-up, never after their first requests
+        started = time.monotonic() + options.warmup_s
         await asyncio.sleep(options.warmup_s)
         step.metrics_before = await self._scrape_engines()
-        step.started = time.monotonic()
+        step.started = started
         while (elapsed := time.monotonic() - step.started) < options.step_s:
             recent = self.records[-5000:]
             done = [r["ms"] for r in recent if r.get("t", 0) >= step.started and "ms" in r]
@@ -337,13 +345,24 @@ class Bench:
             filled = int(30 * elapsed / options.step_s)
             bar = "#" * filled + "." * (30 - filled)
             self._progress(f"{title} [{bar}] {elapsed:.0f}/{options.step_s:.0f} s  {p50}")
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(min(0.5, options.step_s - elapsed))
         step.ended = time.monotonic()
         step.metrics_after = await self._scrape_engines()
         step.load_average = os.getloadavg()[0]
         done = [r["ms"] for r in self._in_step(step) if "ms" in r]
         p50 = f", p50 {percentile(done, 50):.0f} ms over {len(done)} answers" if done else ""
         self._progress(f"{title}: done{p50}", end=True)
+
+    async def _replay_drivers_up(self, title: str) -> None:
+        """Wait until every replay driver runs, so that the users added next start on time
+        and a step's clock never runs ahead of them."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*(driver.up.wait() for driver in self.replay_drivers)),
+                self.options.start_timeout_s,
+            )
+        if not all(driver.up.is_set() for driver in self.replay_drivers):
+            raise BenchError(f"{title}: the replay drivers did not start in time")
 
     async def _scrape_engines(self) -> list[dict[str, Any]]:
         """Each metrics URL's /metrics, read at once."""
