@@ -37,10 +37,12 @@ def test_a_schedule_loops_its_trace_from_a_phase() -> None:
     trace = traced(0.0, 0.5, 2.0)
     length = 2.0 + LOOP_GAP_S
 
-    assert [at for at, _ in itertools.islice(schedule(trace, 0.0), 4)] == [0.0, 0.5, 2.0, length]
+    from_start = list(itertools.islice(schedule(trace, 0.0), 4))
+    assert [(at, loop) for at, loop, _ in from_start] == [(0.0, 0), (0.5, 0), (2.0, 0), (length, 1)]
     shifted = list(itertools.islice(schedule(trace, 0.5), 4))
-    assert [request.at_s for _, request in shifted] == [0.5, 2.0, 0.0, 0.5]
-    assert [at for at, _ in shifted] == pytest.approx([0.0, 1.5, length - 0.5, length])
+    assert [request.at_s for _, _, request in shifted] == [0.5, 2.0, 0.0, 0.5]
+    assert [at for at, _, _ in shifted] == pytest.approx([0.0, 1.5, length - 0.5, length])
+    assert [loop for _, loop, _ in shifted] == [0, 0, 1, 1]  # a loop begins where the trace does
 
 
 def test_copies_of_a_trace_start_at_spread_phases() -> None:
@@ -185,15 +187,27 @@ def test_a_keystroke_supersedes_the_users_request_still_waiting_for_its_first_to
 
 
 @pytest.mark.timeout(120)
-def test_replayed_copies_are_salted_apart(fake: FakeBackend, tmp_path: Path) -> None:
-    """Two replayed users of one trace each get their own `cache_salt` by default."""
+def test_replayed_copies_and_loops_are_salted_apart(fake: FakeBackend, tmp_path: Path) -> None:
+    """Two replayed users of one trace each get their own `cache_salt` by default, and a new
+    one when the trace starts again: the same prompts sent again must not find the cache
+    their previous loop filled. Trace: 3 requests 0.4 s apart, a loop every 1.8 s."""
     fake.script([{"match": "", "text": "x = 1\n"}])
-    lines = [traced_line(100.0 + i, f"p{i}") for i in range(3)]
+    lines = [traced_line(100.0 + 0.4 * i, f"p{i}") for i in range(3)]
     replay(fake, write_trace(tmp_path / "traces", lines), tmp_path / "out",
-           "--replay-users", "2", "--step-seconds", "3")  # fmt: skip
+           "--replay-users", "2", "--step-seconds", "2.6")  # fmt: skip
 
-    salts = {event["body"].get("cache_salt") for event in fake.events()}
-    assert salts == {"headstart-replay-0", "headstart-replay-1"}
+    first = [
+        e["body"] for e in fake.events() if e["body"]["cache_salt"].startswith("headstart-replay-0")
+    ]
+    assert [(b["prompt"], b["cache_salt"]) for b in first][:4] == [
+        ("p0", "headstart-replay-0-0"), ("p1", "headstart-replay-0-0"),
+        ("p2", "headstart-replay-0-0"), ("p0", "headstart-replay-0-1"),
+    ]  # fmt: skip
+    salts = {event["body"]["cache_salt"] for event in fake.events()}
+    assert {salt.rsplit("-", 1)[0] for salt in salts} == {
+        "headstart-replay-0",
+        "headstart-replay-1",
+    }
     assert {event["body"]["model"] for event in fake.events()} == {fake.model}
 
 

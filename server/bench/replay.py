@@ -28,8 +28,9 @@ sending the speculative requests a loaded server stops.
 
 Replayed user `u` plays trace `u mod n` from a phase of its own (copies of one trace are
 spread over its length by the golden ratio), looping it, and by default salts its prompts
-(`cache_salt`), so that two copies of one trace never share vLLM's prefix cache and the
-load is not flattered. The body is sent as recorded (text or token ids, priority), but for
+(`cache_salt`) per user and per loop, so that neither two copies of one trace nor a loop
+and the one before it (the same prompts again) share vLLM's prefix cache and the load is
+not flattered. The body is sent as recorded (text or token ids, priority), but for
 the model's name, which is the backend's, and the fields another engine reads otherwise
 (TensorRT-LLM: no vLLM extensions, no salt, its own priority scale).
 
@@ -161,15 +162,17 @@ def phase_s(user: int, traces: list[Trace]) -> float:
     return (copy * GOLDEN) % 1.0 * trace.length_s
 
 
-def schedule(trace: Trace, phase: float) -> Iterator[tuple[float, TracedRequest]]:
-    """(seconds from the start, request), the trace shifted by `phase` and looped."""
+def schedule(trace: Trace, phase: float) -> Iterator[tuple[float, int, TracedRequest]]:
+    """(seconds from the start, loop, request), the trace shifted by `phase` and looped.
+    A loop begins where the trace does: a request before the phase comes after the wrap."""
     length = trace.length_s
     shifted = sorted(
         (((request.at_s - phase) % length, index) for index, request in enumerate(trace.requests))
     )
-    for loop in itertools.count():
+    for turn in itertools.count():
         for at, index in shifted:
-            yield loop * length + at, trace.requests[index]
+            request = trace.requests[index]
+            yield turn * length + at, turn + (request.at_s < phase), request
 
 
 class ReplayedUser:
@@ -187,11 +190,10 @@ class ReplayedUser:
         self.trace = traces[user % len(traces)]
         self.phase = phase_s(user, traces)
         self.connections = connections
-        own: dict[str, str] = {"model": model}
-        if salt:
-            own["cache_salt"] = f"headstart-replay-{user}"
-        self.own_json = json.dumps(own).encode()[:-1]
-        """`{"model": …, "cache_salt": …` : the start of each body this user sends."""
+        self.model = model
+        self.salt = salt
+        self.body_start: tuple[int, bytes] = (-1, b"")
+        """(loop, the start of each body sent in it)."""
         self.emit = emit
         self.unanswered: dict[asyncio.Task[None], Record] = {}
         """Keystroke requests in flight with no first token yet."""
@@ -206,7 +208,7 @@ class ReplayedUser:
         """Send the schedule's requests on time until `stop`; then end those in flight."""
         started = time.monotonic()
         in_flight: set[asyncio.Task[None]] = set()
-        for at, request in schedule(self.trace, self.phase):
+        for at, loop, request in schedule(self.trace, self.phase):
             due = started + at
             try:
                 await asyncio.wait_for(stop.wait(), max(0.0, due - time.monotonic()))
@@ -225,7 +227,8 @@ class ReplayedUser:
                 if join is None:
                     self._supersede()
             record["paused"] = self.throttle.paused
-            task = asyncio.create_task(self.send(request, due, record, join))
+            start = self.start_of_body(loop)
+            task = asyncio.create_task(self.send(request, start, due, record, join))
             if request.priority == 0:
                 self.unanswered[task] = record
                 task.add_done_callback(lambda done: self.unanswered.pop(done, None))
@@ -234,6 +237,17 @@ class ReplayedUser:
         for task in list(in_flight):
             task.cancel()
         await asyncio.gather(*in_flight, return_exceptions=True)
+
+    def start_of_body(self, loop: int) -> bytes:
+        """`{"model": …, "cache_salt": …`: salted per user and per loop, so that neither
+        another copy of the trace nor this user's previous loop (the same prompts again,
+        which no one typing sends) finds its prompts in the prefix cache."""
+        if self.body_start[0] != loop:
+            own = {"model": self.model}
+            if self.salt:
+                own["cache_salt"] = f"headstart-replay-{self.user}-{loop}"
+            self.body_start = (loop, json.dumps(own).encode()[:-1])
+        return self.body_start[1]
 
     def _supersede(self, keep: asyncio.Task[None] | None = None) -> None:
         """A new keystroke (`keep`, if it is one of them) closes the older ones still
@@ -257,12 +271,13 @@ class ReplayedUser:
     async def send(
         self,
         request: TracedRequest,
+        start: bytes,
         due: float,
         record: Record,
         join: asyncio.Task[None] | None = None,
     ) -> None:
         fields = request.fields_json
-        body = self.own_json + (b", " + fields[1:] if fields != b"{}" else b"}")
+        body = start + (b", " + fields[1:] if fields != b"{}" else b"}")
         sent = time.monotonic()
         record.update(t=sent, recorded=request.end, lagMs=(sent - due) * 1000)
         try:

@@ -93,7 +93,8 @@ class BenchOptions:
     """Traces to replay; `replay_users` replayed users per step run beside the editors."""
     replay_users: list[int] = field(default_factory=list)
     replay_salt: bool = True
-    """Give each replayed user its own prefix cache (vLLM's `cache_salt`)."""
+    """Give each replayed user, and each loop of its trace, its own prefix cache (vLLM's
+    `cache_salt`)."""
     replay_drivers: int | None = None
     metrics_urls: list[str] = field(default_factory=list)
     """The engines whose /metrics are read and summed (the replicas behind a router);
