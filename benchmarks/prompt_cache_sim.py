@@ -13,7 +13,10 @@ holds millions of tokens) and shared by every user of the trace.
 
 Prints, for all requests: the mean prompt, the cached share, and the uncached tokens per
 request (mean, p50, p90), split by where they start: the context before `<|fim_prefix|>`
-(snippets from other files), the text before the cursor, the text after it. With
+(snippets from other files), the text before the cursor, the text after it; then by cause
+(a user's first request, the first in another document, a change of the snippets before
+the current file, only the text at the cursor) and by what the request was for
+(keystroke, continuation, prefetch). With
 --suffix-tokens, each prompt's text after the cursor is first cut to N tokens (a what-if:
 the server cuts at a line end, within `completion.suffixShare` of the budget).
 With --replicas, the requests are spread over that many vLLM replicas, each with a cache
@@ -32,6 +35,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from tokenizers import Tokenizer
 
@@ -43,16 +47,26 @@ BLOCK = 16
 SEGMENTS = ("context", "prefix", "suffix")
 
 
-def prompts(trace_dir: Path, tokenizer: Tokenizer) -> list[list[int]]:
-    """Every recorded prompt as token ids, in the order they were sent (all users)."""
-    sent: list[tuple[float, list[int]]] = []
+class Sent(NamedTuple):
+    """One recorded request: who sent it, what for (0 keystroke, 1 continuation, 2
+    prefetch), and its prompt as token ids."""
+
+    user: str
+    priority: int
+    ids: list[int]
+
+
+def recorded(trace_dir: Path, tokenizer: Tokenizer) -> list[Sent]:
+    """Every recorded request, in the order they were sent (all users)."""
+    sent: list[tuple[float, Sent]] = []
     for path in sorted(trace_dir.glob("*.jsonl")):
         for line in path.read_text().splitlines():
             record = json.loads(line)
-            prompt = record["body"]["prompt"]
+            body = record["body"]
+            prompt = body["prompt"]
             ids = prompt if isinstance(prompt, list) else tokenizer.encode(prompt).ids
-            sent.append((record["sent"], ids))
-    return [ids for _, ids in sorted(sent, key=lambda item: item[0])]
+            sent.append((record["sent"], Sent(path.stem, int(body.get("priority", 0)), ids)))
+    return [request for _, request in sorted(sent, key=lambda item: item[0])]
 
 
 def document_of(ids: list[int], file_sep: int, fim_prefix: int) -> tuple[int, ...]:
@@ -124,6 +138,56 @@ def summary(sent: list[list[int]], route: Callable[[int, list[int]], int]) -> st
     return f"{figures(cached)}; busiest replica {busiest / len(sent):.0%} of the requests"
 
 
+CAUSES = ("first request", "another document", "context changed", "at the cursor")
+PURPOSES = {0: "keystroke", 1: "continuation", 2: "prefetch"}
+
+
+def cause_of(
+    request: Sent,
+    hit: int,
+    previous: Sent | None,
+    document: Callable[[list[int]], tuple[int, ...]],
+    fim_prefix: int,
+) -> str:
+    """Why a request computes what it does: the user's first, the first after the user
+    went to another document, the snippets before the current file changed (so all of the
+    file after them is computed again), or only the text at and after the cursor."""
+    if previous is None:
+        return "first request"
+    if document(request.ids) != document(previous.ids):
+        return "another document"
+    if fim_prefix in request.ids and hit < request.ids.index(fim_prefix):
+        return "context changed"
+    return "at the cursor"
+
+
+def by_cause(
+    requests: list[Sent],
+    hits: list[int],
+    document: Callable[[list[int]], tuple[int, ...]],
+    fim_prefix: int,
+) -> list[str]:
+    """One line per cause and per purpose: requests, their share of all computed tokens
+    and the tokens each computes (mean)."""
+    computed: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    last: dict[str, Sent] = {}
+    for request, hit in zip(requests, hits, strict=True):
+        cause = cause_of(request, hit, last.get(request.user), document, fim_prefix)
+        last[request.user] = request
+        purpose = PURPOSES.get(request.priority, f"priority {request.priority}")
+        for key in (cause, purpose):
+            computed[key] += len(request.ids) - hit
+            counts[key] += 1
+    total = sum(computed[cause] for cause in CAUSES) or 1
+    return [
+        f"  {key:17} {counts[key]:5} requests  {computed[key] / total:6.1%} of computed tokens"
+        f"  {computed[key] / counts[key]:6.0f} each"
+        for key in (*CAUSES, *PURPOSES.values())
+        if counts[key]
+    ]
+
+
 def percentile(values: list[int], share: float) -> int:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
@@ -143,15 +207,20 @@ def main() -> int:
     tokenizer = Tokenizer.from_file(str(args.tokenizer))
     markers = [tokenizer.token_to_id(t) for t in ("<|fim_prefix|>", "<|fim_suffix|>")]
     middle = tokenizer.token_to_id("<|fim_middle|>")
-    sent = prompts(args.trace, tokenizer)
+    requests = recorded(args.trace, tokenizer)
+    sent = [request.ids for request in requests]
     if not sent:
         print("no requests in the trace", file=sys.stderr)
         return 1
     if args.suffix_tokens is not None:
         sent = [cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent]
+    file_sep = tokenizer.token_to_id("<|file_sep|>")
+
+    def document(ids: list[int]) -> tuple[int, ...]:
+        return document_of(ids, file_sep, markers[0])
+
     if args.replicas:
-        file_sep = tokenizer.token_to_id("<|file_sep|>")
-        spread = routings(args.replicas, lambda ids: document_of(ids, file_sep, markers[0]))
+        spread = routings(args.replicas, document)
         for name, route in spread.items():
             print(f"{args.replicas} replicas, routed {name}: {summary(sent, route)}")
         return 0
@@ -170,6 +239,9 @@ def main() -> int:
         "uncached tokens by segment: "
         + ", ".join(f"{name} {count / n:.0f}/request" for name, count in by_segment.items())
     )
+    requests = [Sent(r.user, r.priority, ids) for r, ids in zip(requests, sent, strict=True)]
+    print("computed tokens by cause, and by what the request was for:")
+    print("\n".join(by_cause(requests, [hit for _, hit in cached], document, markers[0])))
     return 0
 
 

@@ -77,8 +77,9 @@ async def test_block_suggestions_nobody_accepts_stop_prefetching_but_for_probes(
         # every exchange over: read to its end, or closed by the server once it had the
         # block (which on a loaded machine can come before the fake has sent the rest)
         await fake.wait_for_async(
-            lambda events, n=expected: prefetches() == n
-            and all(e["closed_by"] is not None for e in events)
+            lambda events, n=expected: (
+                prefetches() == n and all(e["closed_by"] is not None for e in events)
+            )
         )
 
     assert prefetches() == WINDOW + 1

@@ -80,3 +80,39 @@ def test_a_trace_of_typing_puts_the_uncached_tokens_after_the_cursor(tmp_path: P
     )
     prefix, suffix = (int(by_segment[name].split("/")[0]) for name in ("prefix", "suffix"))
     assert suffix > 4 * prefix
+
+
+def test_computed_tokens_are_put_down_to_their_cause() -> None:
+    """A user's first request, a keystroke at the cursor, a snippet changed before the
+    current file, a move to another document: each computes its own share, and the
+    prefetch is counted apart from the keystrokes."""
+    sim = simulator()
+    file_sep, fim_prefix = 90, 91
+    snippet = [file_sep, 1, *range(100, 130)]  # another file's snippet, two blocks
+    other = [file_sep, 2, *range(200, 230)]
+    here = [file_sep, 5, fim_prefix, *range(300, 340)]  # the current file, a.py
+    elsewhere = [file_sep, 6, fim_prefix, *range(400, 440)]
+    prompts = [
+        ("alice", 0, snippet + here),  # first
+        ("alice", 0, snippet + here + [7] * 16),  # typed at the cursor
+        ("alice", 2, other + here + [7] * 16),  # the snippet changed: a.py again
+        ("alice", 0, snippet + elsewhere),  # another document
+        ("bob", 0, snippet + here),  # bob's first: alice's prompt is cached
+    ]
+    requests = [sim.Sent(user, priority, ids) for user, priority, ids in prompts]
+    hits = [hit for _, hit in sim.uncached(request.ids for request in requests)]
+
+    def document(ids: list[int]) -> tuple[int, ...]:
+        return tuple(sim.document_of(ids, file_sep, fim_prefix))
+
+    lines = sim.by_cause(requests, hits, document, fim_prefix)
+    table = {line.split("  ")[1].strip(): line for line in lines}
+    computed = {name: int(line.split()[-2]) for name, line in table.items()}
+    assert set(table) == {
+        "first request", "at the cursor", "context changed", "another document",
+        "keystroke", "prefetch",
+    }  # fmt: skip
+    assert " 2 requests" in table["first request"]
+    assert computed["at the cursor"] < 32 < computed["context changed"]
+    assert computed["another document"] >= len(elsewhere) - 16
+    assert computed["prefetch"] == computed["context changed"]
