@@ -219,6 +219,16 @@ class CompletionSettings(_Section):
         "model's first chunks take longer than this (the median of the last 8 requests), "
         "and resume once they are back under 70% of it; 0 = never pause.",
     )
+    context_tokens_under_load: int = Field(
+        2048,
+        ge=0,
+        le=131_072,
+        description="Once `backgroundThrottleMs` pauses speculative work (the backend is "
+        "overloaded), keystroke prompts get this token budget instead of `contextTokens`, "
+        "until 32 requests after it resumed: a shared GPU runs out of prompt computation "
+        "first, so a smaller prompt answered beats a full one that comes too late. 0, or "
+        "at least `contextTokens`, keeps the full budget.",
+    )
     languages: dict[str, bool] = Field(
         default_factory=lambda: {"*": True, "plaintext": False},
         description="Per languageId on/off; '*' is the default for the rest.",

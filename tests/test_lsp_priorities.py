@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 
 from server.backend.client import Priority
 from server.bench.editor_session import plain
-from server.completion.throttle import BackgroundThrottle
+from server.completion.throttle import CALM_REQUESTS, BackgroundThrottle
 from server.features.refactor import request_for
 from server.lsp.protocol import COMPLETION_REPORT
 
@@ -99,6 +99,42 @@ async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_af
     assert reports[-1]["background"] == "on"
 
 
+async def test_prompts_get_the_smaller_budget_while_the_backend_is_overloaded(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """A long file: its prompts fill `contextTokens` (4096). Once the first chunks are slow
+    enough to pause background work, the prompts get `contextTokensUnderLoad` (1024)
+    instead, keeping the lines nearest the cursor, and keep it for CALM_REQUESTS requests
+    after background work resumed (each switch costs a prompt computed cold)."""
+    settings = fast_settings(fake.url, backgroundThrottleMs=100, contextTokensUnderLoad=1024)
+    await start_session(fresh, "vscode", workspace, settings)
+    slow = {"match": "<|fim_suffix|>", "text": "1\n", "first_delay_ms": 250, "times": 8}
+    fake.script([slow, {"match": "<|fim_suffix|>", "text": "2\n"}])
+    body = "".join(f"def helper_{i}(items):\n    return sum(items) * {i}\n\n" for i in range(400))
+    opened = 0
+
+    async def prompt_chars() -> int:
+        nonlocal opened
+        opened += 1
+        text, position = cursor_at(f"{body}value_{opened} = █\n")
+        uri = open_document(fresh, workspace / f"long{opened}.py", text)
+        await suggestion(fresh, uri, position)
+        prompt: str = fake.events()[-1]["prompt"]
+        assert prompt.endswith(f"value_{opened} = <|fim_suffix|>\n<|fim_middle|>")
+        return len(prompt)
+
+    full = [await prompt_chars() for _ in range(8)]
+    await wait_for_log(fresh, "background work paused")
+    small = [await prompt_chars() for _ in range(5)]  # fast again: 5 resume it
+    await wait_for_log(fresh, "background work resumed")
+    small += [await prompt_chars() for _ in range(CALM_REQUESTS - 1)]
+    again = await prompt_chars()
+
+    assert min(full) > 3 * max(small)
+    assert again > 3 * max(small)
+    assert "prompts get completion.contextTokens again: 32 requests" in logs(fresh)
+
+
 async def test_a_stream_that_ends_with_no_event_does_not_resume_background_work(
     fresh: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:
@@ -146,3 +182,25 @@ def test_one_slow_request_among_fast_ones_pauses_nothing() -> None:
     throttle.budget_ms = 0  # the setting switched off
     throttle.observe(500)
     assert not throttle.paused
+
+
+def test_prompts_stay_small_through_a_flapping_backend_until_it_is_calm() -> None:
+    throttle = BackgroundThrottle(budget_ms=100)
+    for _ in range(8):
+        throttle.observe(300)
+    assert throttle.paused and throttle.small_prompts
+    for _ in range(5):
+        throttle.observe(20)  # resumed at the fifth
+    assert not throttle.paused and throttle.small_prompts
+    for _ in range(8):
+        throttle.observe(300)  # paused again: the count starts over
+    for _ in range(5 + CALM_REQUESTS - 2):
+        throttle.observe(20)
+    assert throttle.small_prompts
+    throttle.observe(20)
+    assert not throttle.small_prompts
+
+    throttle.observe(300)
+    throttle.budget_ms = 0  # the setting switched off: nothing is ever paused or small
+    throttle.observe(500)
+    assert not throttle.paused and not throttle.small_prompts

@@ -463,12 +463,18 @@ class HeadstartServer(LanguageServer):
         return suggestion
 
     def completion(self) -> CompletionSettings:
-        """The completion settings for a keystroke's request: without the background
-        continuation while the throttle pauses speculative work."""
+        """The completion settings for a keystroke's request: while the throttle pauses
+        speculative work, without the background continuation; from then until the
+        backend has been fast for a while, with the smaller budget for prompts under load."""
         completion = self.settings.completion
-        if self.throttle.paused and completion.continue_in_background:
-            return completion.model_copy(update={"continue_in_background": False})
-        return completion
+        update: dict[str, Any] = {}
+        if self.throttle.paused:
+            update["continue_in_background"] = False
+        if self.throttle.small_prompts and (
+            0 < completion.context_tokens_under_load < completion.context_tokens
+        ):
+            update["context_tokens"] = completion.context_tokens_under_load
+        return completion.model_copy(update=update) if update else completion
 
     def follow(self, uri: str, ctx: CursorContext, shown: str, more: asyncio.Task[str]) -> None:
         """Remember the lines that follow a one-line suggestion when its stream ends, so
