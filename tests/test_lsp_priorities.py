@@ -106,7 +106,10 @@ async def test_prompts_get_the_smaller_budget_while_the_backend_is_overloaded(
     enough to pause background work, the prompts get `contextTokensUnderLoad` (1024)
     instead, keeping the lines nearest the cursor, and keep it for CALM_REQUESTS requests
     after background work resumed (each switch costs a prompt computed cold)."""
+    reports: list[dict[str, Any]] = []
+    fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
     settings = fast_settings(fake.url, backgroundThrottleMs=100, contextTokensUnderLoad=1024)
+    settings["log"] = {"completionReports": "timings"}
     await start_session(fresh, "vscode", workspace, settings)
     slow = {"match": "<|fim_suffix|>", "text": "1\n", "first_delay_ms": 250, "times": 8}
     fake.script([slow, {"match": "<|fim_suffix|>", "text": "2\n"}])
@@ -127,7 +130,9 @@ async def test_prompts_get_the_smaller_budget_while_the_backend_is_overloaded(
     await wait_for_log(fresh, "background work paused")
     small = [await prompt_chars() for _ in range(5)]  # fast again: 5 resume it
     await wait_for_log(fresh, "background work resumed")
+    assert reports[-1]["prompts"] == "small" and reports[-1]["background"] == "on"
     small += [await prompt_chars() for _ in range(CALM_REQUESTS - 1)]
+    assert reports[-1]["prompts"] == "full"  # what the next prompt gets
     again = await prompt_chars()
 
     assert min(full) > 3 * max(small)

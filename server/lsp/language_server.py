@@ -163,6 +163,7 @@ class HeadstartServer(LanguageServer):
             "serverMs": ms,
             "answered": suggestion is not None,
             "background": self.throttle.state,
+            "prompts": "small" if self.throttle.small_prompts else "full",
             "prefetch": self.prefetch_use.state,
         }
         if suggestion is not None:
