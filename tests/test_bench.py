@@ -131,6 +131,7 @@ def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:
             "timings": {"context": 2.0, "first_chunk": 10.0, "stream": 18.0},
             "right": True,
             "background": "paused",
+            "prompts": "small",
         },
         {
             "outcome": "answered",
@@ -149,6 +150,7 @@ def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:
     assert summary["accepted"] == 1 and summary["rightSuggestions"] == 1
     assert summary["completionCacheHitRatio"] == 0.5
     assert summary["backgroundPausedShare"] == 0.5  # the server throttled one of two answers
+    assert summary["smallPromptsShare"] == 0.5  # and sent smaller prompts after it
     assert summary["keystrokeToSuggestionMs"]["p50"] == 2.0
     assert summary["stagesMs"]["stream"]["p50"] == 8.0  # after the first chunk
     assert summary["stagesMs"]["transport"]["p50"] == 5.0

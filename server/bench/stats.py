@@ -192,6 +192,11 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
             if answered
             else None
         ),
+        "smallPromptsShare": (
+            sum(1 for r in answered if r.get("prompts") == "small") / len(answered)
+            if answered
+            else None
+        ),
         "keystrokeToSuggestionMs": quantiles([r["ms"] for r in answered]),
         "modelRequestsMs": quantiles([r["ms"] for r in model]),
         "cacheHitsMs": quantiles([r["ms"] for r in cached]),

@@ -144,6 +144,7 @@ class SimulatedUser:
             record["serverMs"] = report.get("serverMs")
             record["timings"] = report.get("timingsMs")
             record["background"] = report.get("background")
+            record["prompts"] = report.get("prompts")
             if report.get("error"):
                 record["error"] = report["error"]
             if "request" in report:
