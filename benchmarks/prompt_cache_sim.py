@@ -239,7 +239,7 @@ def main() -> int:
         "uncached tokens by segment: "
         + ", ".join(f"{name} {count / n:.0f}/request" for name, count in by_segment.items())
     )
-    requests = [Sent(r.user, r.priority, ids) for r, ids in zip(requests, sent, strict=True)]
+    requests = [r._replace(ids=ids) for r, ids in zip(requests, sent, strict=True)]  # cut
     print("computed tokens by cause, and by what the request was for:")
     print("\n".join(by_cause(requests, [hit for _, hit in cached], document, markers[0])))
     return 0

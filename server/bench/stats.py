@@ -153,6 +153,11 @@ def cdf(values: list[float]) -> list[float]:
     return percentiles(values, [q / 10 for q in range(1001)]) if values else []
 
 
+def _share(count: int, of: list[Record]) -> float | None:
+    """`count` as a share of the records `of` (None when there are none)."""
+    return count / len(of) if of else None
+
+
 def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[str, Any]:
     """The users' side of one step: outcomes, keystroke-to-suggestion, stages, cache."""
     keys = [r for r in records if "outcome" in r]
@@ -180,22 +185,16 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
         "outcomes": dict(outcomes),
         "accepted": sum(1 for r in records if "accepted" in r),
         "rightSuggestions": sum(1 for r in answered if r.get("right")),
-        "completionCacheHitRatio": len(cached) / len(answered) if answered else None,
-        "joinedShare": len(joined) / len(answered) if answered else None,
-        "joinMissedShare": (
-            sum(1 for r in model if "join_wait" in (r.get("timings") or {})) / len(answered)
-            if answered
-            else None
+        "completionCacheHitRatio": _share(len(cached), answered),
+        "joinedShare": _share(len(joined), answered),
+        "joinMissedShare": _share(
+            sum(1 for r in model if "join_wait" in (r.get("timings") or {})), answered
         ),
-        "backgroundPausedShare": (
-            sum(1 for r in answered if r.get("background") == "paused") / len(answered)
-            if answered
-            else None
+        "backgroundPausedShare": _share(
+            sum(1 for r in answered if r.get("background") == "paused"), answered
         ),
-        "smallPromptsShare": (
-            sum(1 for r in answered if r.get("prompts") == "small") / len(answered)
-            if answered
-            else None
+        "smallPromptsShare": _share(
+            sum(1 for r in answered if r.get("prompts") == "small"), answered
         ),
         "keystrokeToSuggestionMs": quantiles([r["ms"] for r in answered]),
         "modelRequestsMs": quantiles([r["ms"] for r in model]),

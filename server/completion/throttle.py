@@ -48,7 +48,7 @@ class BackgroundThrottle:
         self._first_chunks_ms.append(first_chunk_ms)
         if self.budget_ms <= 0 or len(self._first_chunks_ms) < WINDOW:
             self._set(False, None)
-            self.small_prompts = self.small_prompts and self.budget_ms > 0
+            self.small_prompts = False  # a pause needs a full window, which stays full
             return
         median = statistics.median(self._first_chunks_ms)
         if not self.paused and median > self.budget_ms:
