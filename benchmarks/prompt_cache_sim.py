@@ -9,7 +9,7 @@ change must lower. The cache is taken as unbounded (a 1.5B model's KV cache on a
 holds millions of tokens) and shared by every user of the trace.
 
     python benchmarks/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
-        [--replicas N]
+        [--same-snippets prefetch|visit] [--replicas N]
 
 Prints, for all requests: the mean prompt, the cached share, and the uncached tokens per
 request (mean, p50, p90), split by where they start: the context before `<|fim_prefix|>`
@@ -18,7 +18,11 @@ request (mean, p50, p90), split by where they start: the context before `<|fim_p
 the current file, only the text at the cursor) and by what the request was for
 (keystroke, continuation, prefetch). With
 --suffix-tokens, each prompt's text after the cursor is first cut to N tokens (a what-if:
-the server cuts at a line end, within `completion.suffixShare` of the budget).
+the server cuts at a line end, within `completion.suffixShare` of the budget). With
+--same-snippets, each prompt's snippets are first replaced by those of an earlier request
+of its user in the same document: a prefetch's by its keystroke's (`prefetch`), or every
+request's by the first of the user's stay in that document (`visit`, an upper bound on
+what keeping the snippets steady could save).
 With --replicas, the requests are spread over that many vLLM replicas, each with a cache
 of its own, as a router would spread them: by document (vllm-router's `consistent_hash`
 on the `X-Session-ID` Headstart sends, `backend.affinity`), at random, and round robin;
@@ -97,6 +101,36 @@ def cut_suffix(ids: list[int], markers: tuple[int, int], limit: int) -> list[int
         return ids
     start, end = ids.index(suffix) + 1, ids.index(middle)
     return ids[: min(end, start + limit)] + ids[end:]
+
+
+def file_start(ids: list[int], file_sep: int, fim_prefix: int) -> int:
+    """Where the current file's part of a prompt starts: its `<|file_sep|>`, the last
+    before `<|fim_prefix|>` (0 when the template has no such markers)."""
+    end = ids.index(fim_prefix) if fim_prefix in ids else 0
+    return max((i for i in range(end) if ids[i] == file_sep), default=0)
+
+
+def same_snippets(requests: list[Sent], scope: str, file_sep: int, fim_prefix: int) -> list[Sent]:
+    """The requests as if the server had shown the same snippets again, for a what-if:
+    each prompt's part before its current file replaced by an earlier request's of the
+    same user and document. `scope` "prefetch": a prefetch shows its keystroke's (the
+    user's last keystroke request); "visit": every request shows the first of the user's
+    current stay in the document (an upper bound on what keeping snippets steady saves)."""
+    kept = []
+    held: dict[str, tuple[tuple[int, ...], list[int]]] = {}
+    """Per user: the document and the context part that later requests are given."""
+    for request in requests:
+        ids = request.ids
+        start = file_start(ids, file_sep, fim_prefix)
+        document = document_of(ids, file_sep, fim_prefix)
+        earlier = held.get(request.user)
+        same_document = earlier is not None and earlier[0] == document and start > 0
+        if earlier is not None and same_document and (scope == "visit" or request.priority == 2):
+            ids = earlier[1] + ids[start:]
+        elif scope == "visit" or request.priority == 0:
+            held[request.user] = (document, ids[:start])
+        kept.append(request._replace(ids=ids))
+    return kept
 
 
 def uncached(
@@ -199,6 +233,12 @@ def main() -> int:
     parser.add_argument("--tokenizer", type=Path, help="tokenizer.json for text prompts")
     parser.add_argument("--suffix-tokens", type=int, help="cut each suffix to this many first")
     parser.add_argument("--replicas", type=int, help="spread the requests over N replicas")
+    parser.add_argument(
+        "--same-snippets",
+        choices=("prefetch", "visit"),
+        help="first give prefetches their keystroke's snippets, or every request the "
+        "first of its document visit's",
+    )
     args = parser.parse_args()
     if args.tokenizer is None:
         from tokenizer_helpers import real_qwen_tokenizer_file
@@ -212,9 +252,12 @@ def main() -> int:
     if not sent:
         print("no requests in the trace", file=sys.stderr)
         return 1
+    file_sep = tokenizer.token_to_id("<|file_sep|>")
+    if args.same_snippets:
+        requests = same_snippets(requests, args.same_snippets, file_sep, markers[0])
+        sent = [request.ids for request in requests]
     if args.suffix_tokens is not None:
         sent = [cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent]
-    file_sep = tokenizer.token_to_id("<|file_sep|>")
 
     def document(ids: list[int]) -> tuple[int, ...]:
         return document_of(ids, file_sep, markers[0])

@@ -28,7 +28,18 @@ if ! git -C "$top" check-ignore -q "$stage"; then
   echo "warning: $stage is not git-ignored; add it to .git/info/exclude or it travels as source" >&2
 fi
 
-# 1. The dev task set (sdists from PyPI; make_tasks.py caches them).
+# 1. The dev task set (sdists from PyPI; make_tasks.py caches them). `pip download` builds
+#    each sdist's metadata, which fails offline for build backends made from source
+#    (dnspython's uv_build, maturin): each archive is fetched from the simple index first.
+sdists=${XDG_CACHE_HOME:-$HOME/.cache}/headstart-eval/sdists
+mkdir -p "$sdists"
+grep -v '^#' "$packages" | grep '==' | while read -r spec; do
+  name=${spec%%==*} version=${spec##*==}
+  ls "$sdists" | grep -qi "^${name//[-_.]/[-_.]}-$version\.\(tar\.gz\|zip\)$" && continue
+  url=$(curl -sf "https://pypi.org/simple/$name/" | grep -io "href=\"[^\"]*/[^/\"]*-$version\.tar\.gz[#\"]" \
+    | head -1 | sed 's/^href="//; s/[#"]$//') || true
+  [ -n "$url" ] && (cd "$sdists" && curl -sfO "$url") || echo "no sdist link for $spec: make_tasks.py asks pip" >&2
+done
 if [ ! -f "$stage/eval/$set_name/tasks.jsonl" ]; then
   "$py" "$eval_dir/make_tasks.py" --packages "$packages" --seed "$seed" --out "$stage/eval/$set_name"
 fi

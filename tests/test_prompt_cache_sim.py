@@ -116,3 +116,24 @@ def test_computed_tokens_are_put_down_to_their_cause() -> None:
     assert computed["at the cursor"] < 32 < computed["context changed"]
     assert computed["another document"] >= len(elsewhere) - 16
     assert computed["prefetch"] == computed["context changed"]
+
+
+def test_the_same_snippets_what_if_swaps_only_the_part_before_the_current_file() -> None:
+    """A prefetch gets its keystroke's snippets (`prefetch`); with `visit` every request in
+    the document gets the first's. Another document, or a prefetch in one, keeps its own."""
+    sim = simulator()
+    sep, fim = 90, 91
+
+    def prompt(snippet: int, path: int, typed: int) -> list[int]:
+        return [sep, snippet, sep, path, fim, typed]
+
+    keystroke = sim.Sent("u", 0, prompt(1, 5, 10))
+    prefetch = sim.Sent("u", 2, prompt(2, 5, 11))
+    next_key = sim.Sent("u", 0, prompt(3, 5, 12))
+    elsewhere = sim.Sent("u", 2, prompt(4, 6, 13))
+    trace = [keystroke, prefetch, next_key, elsewhere]
+
+    by_prefetch = [r.ids for r in sim.same_snippets(trace, "prefetch", sep, fim)]
+    assert by_prefetch == [prompt(1, 5, 10), prompt(1, 5, 11), prompt(3, 5, 12), prompt(4, 6, 13)]
+    by_visit = [r.ids for r in sim.same_snippets(trace, "visit", sep, fim)]
+    assert by_visit == [prompt(1, 5, 10), prompt(1, 5, 11), prompt(1, 5, 12), prompt(4, 6, 13)]
