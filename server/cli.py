@@ -112,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         "--speed", type=float, default=1.0, help="typing speed factor (2 = twice as fast)"
     )
     bench_run.add_argument(
+        "--lines-per-visit",
+        type=int,
+        default=0,
+        help="lines each user types in a file before going to another "
+        "(0: a run of 1-4 lines, then anywhere)",
+    )
+    bench_run.add_argument(
         "--floor-prompts",
         type=int,
         default=200,
@@ -270,6 +277,7 @@ def bench_command(args: argparse.Namespace) -> int:
         settings=settings,
         seed=args.seed,
         speed=args.speed,
+        lines_per_visit=args.lines_per_visit,
         floor_prompts=args.floor_prompts,
         workers=args.workers,
         languages=args.languages.split(",") if args.languages else None,

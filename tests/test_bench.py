@@ -8,6 +8,7 @@ simulated editors that are real LSP clients of their own `headstart serve`.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import statistics
@@ -67,6 +68,23 @@ def test_typing_sessions_are_seeded_and_paced_like_people(tmp_path: Path) -> Non
     assert math.isclose(statistics.median(fast_gaps), speed.key_ms / 2, rel_tol=0.1)
     accepted = sum(session.accepts() for _ in range(4000)) / 4000
     assert math.isclose(accepted, speed.accept_share, abs_tol=0.05)
+
+
+def test_a_user_stays_in_a_file_for_the_lines_of_a_visit(tmp_path: Path) -> None:
+    """With `lines_per_visit`, the user types that many lines in one file (in runs at
+    random places of it) before going to another; by default a run of 1-4 lines."""
+    lines = lines_worth_typing(make_project(tmp_path))
+    session = TypingSession(lines, 3, TypingSpeed(), lines_per_visit=6)
+    taken = session.next_lines()
+    paths = [next(taken).path for _ in range(200)]
+    stays = [len(list(group)) for _, group in itertools.groupby(paths)]
+    assert all(stay >= 6 for stay in stays[:-1]), stays  # the last is cut off by the 200
+    assert len(stays) > 5  # and the user does move on
+    default = TypingSession(lines, 3, TypingSpeed()).next_lines()
+    default_stays = [
+        len(list(g)) for _, g in itertools.groupby(next(default).path for _ in range(200))
+    ]
+    assert min(default_stays[:-1]) < 6
 
 
 VLLM_METRICS = """# HELP vllm:prefix_cache_queries Prefix cache queries, in queried tokens.

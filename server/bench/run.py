@@ -81,6 +81,9 @@ class BenchOptions:
     settings: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     speed: float = 1.0
+    lines_per_visit: int = 0
+    """Lines each user types in a file before going to another (`TypingSession`); 0: a
+    run of 1-4 lines, then anywhere in the workspace."""
     floor_prompts: int = 200
     workers: int | None = None
     languages: list[str] | None = None
@@ -245,6 +248,7 @@ class Bench:
             "speed": dataclasses.asdict(TypingSpeed().scaled(options.speed)),
             "languages": sorted(options.languages) if options.languages else None,
             "seed": options.seed,
+            "linesPerVisit": options.lines_per_visit,
         }
 
     async def _start_workers(self, config_path: Path, env: dict[str, str], most: int) -> None:
@@ -476,6 +480,7 @@ class Bench:
             "workspace": {"root": str(options.root), "linesToType": lines},
             "settings": options.settings,
             "typingSpeed": options.speed,
+            "linesPerVisit": options.lines_per_visit,
             "stepSeconds": options.step_s,
             "workers": len(self.workers),
             "replayDrivers": len(self.replay_drivers),

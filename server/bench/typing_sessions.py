@@ -109,21 +109,42 @@ def lines_worth_typing(root: Path, languages: frozenset[str] | None = None) -> l
 class TypingSession:
     """One user's endless sequence of lines to type and the gaps between their keys."""
 
-    def __init__(self, lines: list[LineToType], seed: int, speed: TypingSpeed) -> None:
+    def __init__(
+        self, lines: list[LineToType], seed: int, speed: TypingSpeed, lines_per_visit: int = 0
+    ) -> None:
         if not lines:
             raise ValueError("no lines worth typing in this workspace")
         self.lines = lines
         self.speed = speed
         self.random = random.Random(seed)
+        self.lines_per_visit = lines_per_visit
+        """Lines typed in one file before going to another, in runs of a few at random
+        places in it; 0: each run starts anywhere in the workspace (so, in a workspace of
+        many files, a run of 1-4 lines per file)."""
+        self._in_file: dict[Path, list[int]] = {}
+        for index, line in enumerate(lines):
+            self._in_file.setdefault(line.path, []).append(index)
 
     def next_lines(self) -> Iterator[LineToType]:
         """Lines in a random order, each file's lines in runs of a few, as people edit."""
         while True:
             first = self.random.randrange(len(self.lines))
-            run = self.random.randint(1, 4)
-            for index in range(first, min(first + run, len(self.lines))):
-                if self.lines[index].path == self.lines[first].path:
-                    yield self.lines[index]
+            if not self.lines_per_visit:
+                yield from self._run(first)
+                continue
+            typed = 0
+            while typed < self.lines_per_visit:
+                for line in self._run(first):
+                    yield line
+                    typed += 1
+                first = self.random.choice(self._in_file[self.lines[first].path])
+
+    def _run(self, first: int) -> Iterator[LineToType]:
+        """A run of 1-4 lines from `first` on, within its file."""
+        run = self.random.randint(1, 4)
+        for index in range(first, min(first + run, len(self.lines))):
+            if self.lines[index].path == self.lines[first].path:
+                yield self.lines[index]
 
     def key_gap_s(self, previous: str) -> float:
         """Seconds between the key that typed `previous` and the next one."""

@@ -31,6 +31,7 @@ class Worker(Driver):
         languages = config.get("languages")
         self.lines = lines_worth_typing(self.root, frozenset(languages) if languages else None)
         self.seed = int(config.get("seed", 0))
+        self.lines_per_visit = int(config.get("linesPerVisit", 0))
 
     def add(self, user: dict[str, Any]) -> None:
         number = int(user["user"])
@@ -39,7 +40,8 @@ class Worker(Driver):
         log["completionReports"] = "requests" if user.get("requests") else "timings"
         if user.get("trace"):
             log["requestTrace"] = str(user["trace"])
-        session = TypingSession(self.lines, self.seed * 100_003 + number, self.speed)
+        seed = self.seed * 100_003 + number
+        session = TypingSession(self.lines, seed, self.speed, self.lines_per_visit)
         simulated = SimulatedUser(number, self.root, session, settings, self.server_env, self.emit)
         self.start(number, simulated.run(self.stop))
 
