@@ -19,7 +19,7 @@ for arm in off:0 on:${UNDER_LOAD:-2048}; do
   "$py" "$repo/tests/fake_openai.py" --port "$port" --prefill-tokens-per-s "$rate" --quiet \
     --default-text "$(printf 'value = compute(items)\n')" &
   fake=$!
-  trap 'kill $fake 2>/dev/null' EXIT
+  trap 'kill $fake 2>/dev/null || true' EXIT
   sleep 3
   echo "== contextTokensUnderLoad ${arm#*:}"
   "$py" -m server bench run "$workspace" --backend-url "http://127.0.0.1:$port/v1" \

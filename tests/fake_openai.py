@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_engine import PrefillQueue
 from fake_flavors import FLAVORS, OWNED_BY, EngineStats, metrics, refusal, ttft_lines
+from fake_oracle import Oracle
 
 DEFAULT_MODEL = "fake-coder"
 DEFAULT_TEXT = "pass"
@@ -701,8 +702,11 @@ class FakeServer:
         default_text: str,
         flavor: str = "vllm",
         prefill: PrefillQueue | None = None,
+        oracle: Oracle | None = None,
     ) -> None:
         self.model = model
+        self.oracle = oracle
+        """Answers where no script rule does, with the workspace's own text (fake_oracle.py)."""
         self.prefill = prefill
         """A compute-bound engine's prefill queue (fake_engine.py); None answers at once."""
         self.flavor = flavor
@@ -979,6 +983,9 @@ class FakeServer:
             prompt_token_ids(creq.match_text), body.get("cache_salt")
         )
         index, rule = self.script.pick(creq.match_text)
+        if index is None and self.oracle is not None:
+            truth = self.oracle.answer(creq.match_text)
+            rule = rule if truth is None else Rule(text=truth)
         event.rule_index, event.behaviour = index, rule.behaviour
         log.info(
             "POST /v1/completions #%d stream=%s rule=%s behaviour=%s",
@@ -1257,7 +1264,10 @@ async def _exit_on_stdin_eof(stop: asyncio.Event) -> None:
 async def serve(args: argparse.Namespace) -> int:
     """Start the server, print the port, run until SIGTERM/SIGINT."""
     prefill = None if args.prefill_tokens_per_s is None else PrefillQueue(args.prefill_tokens_per_s)
-    fake = FakeServer(args.model, args.api_key, args.default_text, args.flavor, prefill)
+    oracle = None
+    if args.oracle is not None:
+        oracle = Oracle(Path(args.oracle), args.oracle_right, args.default_text)
+    fake = FakeServer(args.model, args.api_key, args.default_text, args.flavor, prefill, oracle)
     if args.script:
         raw = json.loads(Path(args.script).read_text())
         fake.script = Script.from_json(raw, args.default_text)
@@ -1306,6 +1316,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="behave like a compute-bound engine: prompt tokens not in the prefix cache "
         "take 1/RATE s each of one prefill queue served by priority (fake_engine.py)",
+    )
+    parser.add_argument(
+        "--oracle",
+        default=None,
+        help="answer with the text that follows the cursor in this folder's files, where "
+        "no script rule matches (fake_oracle.py)",
+    )
+    parser.add_argument(
+        "--oracle-right",
+        type=float,
+        default=0.5,
+        help="the share of places the oracle answers right; the others get --default-text",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(

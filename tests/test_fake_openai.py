@@ -308,3 +308,35 @@ def test_a_loaded_engine_prefills_by_priority_and_drops_prompts_left_waiting() -
         assert engine_metrics(fake)["counters"]["prefix_cache_hits"] == hits
         stream_alone(fake, prompt=busy)
         assert engine_metrics(fake)["counters"]["prefix_cache_hits"] == hits + 4000
+
+
+def test_the_oracle_answers_with_what_follows_the_cursor_in_the_file(tmp_path: Path) -> None:
+    """--oracle DIR: the text after the typed part of the line, from the prompt's file, at
+    the places drawn right (all of them with --oracle-right 1; none with 0, where the
+    default text answers after the truth's first words); a script rule still comes first."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "cart.py").write_text(
+        "def total(items):\n    return sum(item.price for item in items)\n"
+    )
+    prompt = (
+        "<|repo_name|>shop\n<|file_sep|>pkg/other.py\nx = 1\n<|file_sep|>pkg/cart.py\n"
+        "<|fim_prefix|>def total(items):\n    return sum(item.<|fim_suffix|>\n<|fim_middle|>"
+    )
+
+    def answer(right: str, rule: bool = False) -> str:
+        args = ["--oracle", str(tmp_path), "--oracle-right", right, "--default-text", "oops"]
+        with FakeBackend(extra_args=args) as fake:
+            if rule:
+                fake.script([{"match": "item.", "text": "scripted"}])
+            events, _ = parse_sse(stream_alone(fake, prompt=prompt, stop=["\n"]))
+            return "".join(event["choices"][0]["text"] for event in events)
+
+    truth = "price for item in items)"
+    assert answer("1") == truth
+    wrong = answer("0")  # the truth's first 0-4 words, then its own way
+    assert wrong.endswith("oops") and truth.startswith(wrong.removesuffix("oops"))
+    assert answer("1", rule=True) == "scripted"
+    elsewhere = prompt.replace("pkg/cart.py", "pkg/missing.py")
+    with FakeBackend(extra_args=["--oracle", str(tmp_path), "--default-text", "oops"]) as fake:
+        events, _ = parse_sse(stream_alone(fake, prompt=elsewhere))
+        assert "".join(event["choices"][0]["text"] for event in events) == "oops"
