@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 from bench_helpers import BENCH_SETTINGS, answered_project, make_project, run_bench
+from conftest import server_env
 from fake_openai import FakeBackend
 from lsprotocol import types
 
+from server.bench.editor_session import EditorSession
 from server.bench.stats import (
     histogram_quantile,
     metrics_delta,
@@ -85,6 +87,29 @@ def test_a_user_stays_in_a_file_for_the_lines_of_a_visit(tmp_path: Path) -> None
         len(list(g)) for _, g in itertools.groupby(next(default).path for _ in range(200))
     ]
     assert min(default_stays[:-1]) < 6
+
+
+async def test_an_editor_typing_past_an_emoji_edits_where_the_server_sees_it(
+    fake: FakeBackend, tmp_path: Path
+) -> None:
+    """The scripted editor counts columns in code points and speaks UTF-16, as VS Code
+    does: an emoji takes two UTF-16 units, so edits after it must land one unit further
+    (counting code points doubled the keys typed after it in the server's document)."""
+    root = make_project(tmp_path)
+    fake.script([{"match": "<|fim_suffix|>", "text": " + 1\n"}])
+    typed = 'hands = "\U0001f46d" + label'
+    settings = {"backend": {"url": fake.url}, "completion": {"prefetch": False}}
+    async with EditorSession(root, settings, server_env()) as editor:
+        document = editor.open(root / "emoji.py", "x = 1\n", "python")
+        for column, char in enumerate(typed):
+            editor.type(document, 1, column, char)
+        text, _ = await editor.inline_completion(document, 1, len(typed))
+    assert text == " + 1"
+    assert (
+        fake.events()[-1]["prompt"]
+        .split("<|fim_prefix|>")[1]
+        .startswith(f"x = 1\n{typed}<|fim_suffix|>")
+    )
 
 
 VLLM_METRICS = """# HELP vllm:prefix_cache_queries Prefix cache queries, in queried tokens.

@@ -153,6 +153,7 @@ class EditorSession:
         document.version += 1
         row = document.lines[line]
         document.lines[line] = row[:start] + text + row[end:]
+        first, last = (_position(row, line, column) for column in (start, end))
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(
@@ -160,10 +161,7 @@ class EditorSession:
                 ),
                 content_changes=[
                     types.TextDocumentContentChangePartial(
-                        range=types.Range(
-                            start=types.Position(line=line, character=start),
-                            end=types.Position(line=line, character=end),
-                        ),
+                        range=types.Range(start=first, end=last),
                         text=text,
                     )
                 ],
@@ -178,7 +176,7 @@ class EditorSession:
         msg_id = str(uuid.uuid4())
         params = types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=document.uri),
-            position=types.Position(line=line, character=column),
+            position=_position(document.lines[line], line, column),
             context=types.InlineCompletionContext(
                 trigger_kind=types.InlineCompletionTriggerKind.Automatic
             ),
@@ -207,6 +205,8 @@ class EditorSession:
             return "", latency_ms
         text = suggestion_text(result)
         start = item.range.start if item.range else None
+        if start is not None:
+            start = types.Position(start.line, _column(document.lines[start.line], start.character))
         if start is not None and (start.line, start.character) < (line, column):
             typed = _text_between(document.lines, start, types.Position(line, column))
             text = text[len(typed) :] if text.startswith(typed) else text
@@ -240,6 +240,22 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
     return value
+
+
+def _position(row: str, line: int, column: int) -> types.Position:
+    """A code-point column of `row` as an LSP position, in UTF-16 code units: the
+    encoding this client offers, as VS Code does. A character past U+FFFF (an emoji)
+    takes two, so counting code points would put every edit after it one place off."""
+    return types.Position(line=line, character=len(row[:column].encode("utf-16-le")) // 2)
+
+
+def _column(row: str, units: int) -> int:
+    """The code-point column of `row` that `units` UTF-16 code units reach."""
+    column = 0
+    while column < len(row) and units > 0:
+        units -= 2 if ord(row[column]) > 0xFFFF else 1
+        column += 1
+    return column
 
 
 def _text_between(lines: list[str], start: types.Position, end: types.Position) -> str:
