@@ -19,9 +19,15 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+from pygls.workspace import PositionCodec
 
 from cache.paths import path_to_uri
 from server.lsp.protocol import COMPLETION_REPORT, STATUS
+
+POSITIONS = PositionCodec(types.PositionEncodingKind.Utf16)
+"""Columns are counted here in code points and sent in UTF-16 code units, the encoding
+this client offers, as VS Code does: a character past U+FFFF (an emoji) takes two, so
+sending code points would put every edit after it one place off."""
 
 
 def vscode_like_capabilities() -> types.ClientCapabilities:
@@ -151,9 +157,9 @@ class EditorSession:
     def replace(self, document: OpenDocument, line: int, start: int, end: int, text: str) -> None:
         """Replace columns start..end of one line with text (no newlines)."""
         document.version += 1
+        first, last = (_client_position(document, line, column) for column in (start, end))
         row = document.lines[line]
         document.lines[line] = row[:start] + text + row[end:]
-        first, last = (_position(row, line, column) for column in (start, end))
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(
@@ -176,7 +182,7 @@ class EditorSession:
         msg_id = str(uuid.uuid4())
         params = types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=document.uri),
-            position=_position(document.lines[line], line, column),
+            position=_client_position(document, line, column),
             context=types.InlineCompletionContext(
                 trigger_kind=types.InlineCompletionTriggerKind.Automatic
             ),
@@ -204,12 +210,12 @@ class EditorSession:
         if item is None:
             return "", latency_ms
         text = suggestion_text(result)
-        start = item.range.start if item.range else None
-        if start is not None:
-            start = types.Position(start.line, _column(document.lines[start.line], start.character))
-        if start is not None and (start.line, start.character) < (line, column):
-            typed = _text_between(document.lines, start, types.Position(line, column))
-            text = text[len(typed) :] if text.startswith(typed) else text
+        if item.range is not None:
+            at = POSITIONS.position_from_client_units(document.lines, item.range.start)
+            start = types.Position(at.line, at.character)
+            if (start.line, start.character) < (line, column):
+                typed = _text_between(document.lines, start, types.Position(line, column))
+                text = text[len(typed) :] if text.startswith(typed) else text
         return text, latency_ms
 
     def close(self, document: OpenDocument) -> None:
@@ -242,20 +248,8 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _position(row: str, line: int, column: int) -> types.Position:
-    """A code-point column of `row` as an LSP position, in UTF-16 code units: the
-    encoding this client offers, as VS Code does. A character past U+FFFF (an emoji)
-    takes two, so counting code points would put every edit after it one place off."""
-    return types.Position(line=line, character=len(row[:column].encode("utf-16-le")) // 2)
-
-
-def _column(row: str, units: int) -> int:
-    """The code-point column of `row` that `units` UTF-16 code units reach."""
-    column = 0
-    while column < len(row) and units > 0:
-        units -= 2 if ord(row[column]) > 0xFFFF else 1
-        column += 1
-    return column
+def _client_position(document: OpenDocument, line: int, column: int) -> types.Position:
+    return POSITIONS.position_to_client_units(document.lines, types.Position(line, column))
 
 
 def _text_between(lines: list[str], start: types.Position, end: types.Position) -> str:
