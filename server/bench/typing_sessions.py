@@ -122,7 +122,8 @@ class TypingSession:
         places in it; 0: each run starts anywhere in the workspace (so, in a workspace of
         many files, a run of 1-4 lines per file)."""
         self._in_file: dict[Path, list[int]] = {}
-        for index, line in enumerate(lines):
+        """Each file's lines (their indexes), for visits; empty without them."""
+        for index, line in enumerate(lines if lines_per_visit else ()):
             self._in_file.setdefault(line.path, []).append(index)
 
     def next_lines(self) -> Iterator[LineToType]:
