@@ -40,7 +40,15 @@ from server.config import BackendSettings, CompletionSettings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]  # vLLM's start counts too
 
-CPU_SETTINGS = {"firstChunkTimeoutMs": 60_000, "chunkGapMs": 30_000, "totalTimeoutMs": 120_000}
+CONNECT_TIMEOUT_MS = 30_000
+"""The longest a new connection may take: the default 500 ms is for typing, and a CI
+machine that stalls the test process for a second fails a send before vLLM sees it."""
+CPU_SETTINGS = {
+    "connectTimeoutMs": CONNECT_TIMEOUT_MS,
+    "firstChunkTimeoutMs": 60_000,
+    "chunkGapMs": 30_000,
+    "totalTimeoutMs": 120_000,
+}
 
 
 @pytest.fixture(scope="session")
@@ -370,6 +378,7 @@ async def test_a_broken_stream_is_resumed_into_vllms_own_answer(vllm_url: str) -
     backend = CompletionBackend(
         BackendSettings(
             url=f"http://127.0.0.1:{port}{upstream.path}",
+            connect_timeout_ms=CONNECT_TIMEOUT_MS,
             first_chunk_timeout_ms=60_000,
             chunk_gap_ms=60_000,
             total_timeout_ms=120_000,

@@ -18,11 +18,11 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
-from test_vllm_integration import wait_until_idle
+from test_vllm_integration import CONNECT_TIMEOUT_MS, wait_until_idle
 
 from server.backend.client import CompletionBackend, CompletionRequest, Priority
 from server.backend.local_vllm import LocalBackend, headstart_home, start_local_vllm
@@ -67,11 +67,19 @@ def arrival_order(log: Path) -> list[int]:
     return [max_tokens[rid] for rid in added if rid in max_tokens]
 
 
-async def wait_for_arrivals(log: Path, count: int) -> list[int]:
+async def wait_for_arrivals(
+    log: Path, count: int, senders: Iterable[asyncio.Task[None]] = ()
+) -> list[int]:
     """vLLM's engine has been given `count` requests: read from its log, which the API
-    server writes whatever the test process is doing."""
+    server writes whatever the test process is doing. A sender that failed fails the
+    wait with its error (it will not be given)."""
     deadline = time.monotonic() + LOG_WAIT_S
     while len(added := arrival_order(log)) < count:
+        for sender in senders:
+            if sender.done() and not sender.cancelled() and sender.exception():
+                pytest.fail(
+                    f"a request failed before vLLM was given {count}: {sender.exception()!r}"
+                )
         if time.monotonic() > deadline:
             pytest.fail(f"vLLM was given {added} in {LOG_WAIT_S} s, not {count} requests")
         await asyncio.sleep(0.1)
@@ -86,6 +94,7 @@ async def test_a_waiting_keystroke_goes_before_waiting_prefetches(
     backend = CompletionBackend(
         BackendSettings(
             url=vllm.url,
+            connect_timeout_ms=CONNECT_TIMEOUT_MS,
             first_chunk_timeout_ms=300_000,
             chunk_gap_ms=300_000,
             total_timeout_ms=600_000,
@@ -104,13 +113,13 @@ async def test_a_waiting_keystroke_goes_before_waiting_prefetches(
     running = asyncio.create_task(run(prefetch(0)))
     waiting: dict[asyncio.Task[None], str] = {}
     try:
-        await wait_for_arrivals(vllm.log_path, already + 1)
+        await wait_for_arrivals(vllm.log_path, already + 1, [running])
         for n in (1, 2):
             waiting[asyncio.create_task(run(prefetch(n)))] = f"queued {n}"
-        await wait_for_arrivals(vllm.log_path, already + 3)
+        await wait_for_arrivals(vllm.log_path, already + 3, [running, *waiting])
         keystroke = CompletionRequest("x = ", KEYSTROKE_TOKENS, priority=Priority.KEYSTROKE)
         waiting[asyncio.create_task(run(keystroke))] = "keystroke"
-        added = (await wait_for_arrivals(vllm.log_path, already + 4))[already:]
+        added = (await wait_for_arrivals(vllm.log_path, already + 4, [running, *waiting]))[already:]
         assert not running.done(), "the running prefetch ended before the keystroke came"
         running.cancel()
         done, _ = await asyncio.wait(waiting, timeout=600, return_when=asyncio.FIRST_COMPLETED)
