@@ -72,10 +72,11 @@ async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_af
     fresh: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:
     """A one-line suggestion's request asks for a block's worth of tokens while the
-    background continuation is on (128) and for a line's (64) while it is paused."""
+    background continuation is on (128) and for a line's (64) while it is paused. With
+    `contextTokensUnderLoad` off the prompts stay full, and the report says so."""
     reports: list[dict[str, Any]] = []
     fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
-    settings = fast_settings(fake.url, backgroundThrottleMs=100)
+    settings = fast_settings(fake.url, backgroundThrottleMs=100, contextTokensUnderLoad=0)
     settings["log"] = {"completionReports": "timings"}
     await start_session(fresh, "vscode", workspace, settings)
     slow = {"match": "<|fim_suffix|>", "text": "1\n", "first_delay_ms": 250, "times": 8}
@@ -90,7 +91,7 @@ async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_af
     slow_requests = [await keystroke(n) for n in range(8)]
     assert [event["max_tokens"] for event in slow_requests] == [128] * 8
     await wait_for_log(fresh, "background work paused")
-    assert reports[-1]["background"] == "paused"
+    assert reports[-1]["background"] == "paused" and reports[-1]["prompts"] == "full"
 
     fast_requests = [await keystroke(n) for n in range(8, 16)]
     assert fast_requests[0]["max_tokens"] == 64  # paused: the line only

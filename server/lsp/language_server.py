@@ -163,7 +163,7 @@ class HeadstartServer(LanguageServer):
             "serverMs": ms,
             "answered": suggestion is not None,
             "background": self.throttle.state,
-            "prompts": "small" if self.throttle.small_prompts else "full",
+            "prompts": "small" if self.small_prompts() else "full",
             "prefetch": self.prefetch_use.state,
         }
         if suggestion is not None:
@@ -471,11 +471,17 @@ class HeadstartServer(LanguageServer):
         update: dict[str, Any] = {}
         if self.throttle.paused:
             update["continue_in_background"] = False
-        if self.throttle.small_prompts and (
-            0 < completion.context_tokens_under_load < completion.context_tokens
-        ):
+        if self.small_prompts():
             update["context_tokens"] = completion.context_tokens_under_load
         return completion.model_copy(update=update) if update else completion
+
+    def small_prompts(self) -> bool:
+        """Whether keystroke prompts now get `contextTokensUnderLoad`: the throttle says
+        the backend is overloaded and that budget is a smaller one (0 turns it off)."""
+        completion = self.settings.completion
+        return self.throttle.small_prompts and (
+            0 < completion.context_tokens_under_load < completion.context_tokens
+        )
 
     def follow(self, uri: str, ctx: CursorContext, shown: str, more: asyncio.Task[str]) -> None:
         """Remember the lines that follow a one-line suggestion when its stream ends, so
