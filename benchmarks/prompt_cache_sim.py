@@ -9,7 +9,7 @@ change must lower. The cache is taken as unbounded (a 1.5B model's KV cache on a
 holds millions of tokens) and shared by every user of the trace.
 
     python benchmarks/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
-        [--same-snippets prefetch|visit] [--replicas N]
+        [--same-snippets prefetch|visit] [--head-first NEAR,STRIDE] [--replicas N]
 
 Prints, for all requests: the mean prompt, the cached share, and the uncached tokens per
 request (mean, p50, p90), split by where they start: the context before `<|fim_prefix|>`
@@ -22,7 +22,9 @@ the server cuts at a line end, within `completion.suffixShare` of the budget). W
 --same-snippets, each prompt's snippets are first replaced by those of an earlier request
 of its user in the same document: a prefetch's by its keystroke's (`prefetch`), or every
 request's by the first of the user's stay in that document (`visit`, an upper bound on
-what keeping the snippets steady could save).
+what keeping the snippets steady could save). With --head-first, the current file's
+lines at least NEAR above the cursor (split at a multiple of STRIDE lines) go before the
+snippets as a block of their own, so that a changed snippet would not cost them.
 With --replicas, the requests are spread over that many vLLM replicas, each with a cache
 of its own, as a router would spread them: by document (vllm-router's `consistent_hash`
 on the `X-Session-ID` Headstart sends, `backend.affinity`), at random, and round robin;
@@ -133,6 +135,34 @@ def same_snippets(requests: list[Sent], scope: str, file_sep: int, fim_prefix: i
     return kept
 
 
+def head_first(
+    ids: list[int],
+    markers: tuple[int, int, int],
+    newlines: frozenset[int],
+    near_lines: int,
+    stride: int,
+) -> list[int]:
+    """The prompt with the current file's text far above the cursor moved before the
+    snippets, for a what-if: the lines of the prefix before a split point go first, as a
+    file block of their own (the file's path, then those lines), and only the rest stays
+    in the fill-in-the-middle slot. The split is at least `near_lines` above the cursor,
+    at a multiple of `stride` lines, so it stays put while the user types nearby; a
+    changed snippet then costs the lines after the split, not the whole file."""
+    file_sep, fim_prefix, fim_suffix = markers
+    if fim_prefix not in ids or fim_suffix not in ids:
+        return ids
+    start = file_start(ids, file_sep, fim_prefix)
+    first, end = ids.index(fim_prefix) + 1, ids.index(fim_suffix)
+    line_ends = [i + 1 for i in range(first, end) if ids[i] in newlines]
+    split_line = (len(line_ends) - near_lines) // stride * stride
+    if start == 0 or split_line <= 0:
+        return ids
+    split = line_ends[split_line - 1]
+    header = next((i for i in range(start) if ids[i] == file_sep), start)
+    head = [file_sep, *ids[start + 1 : first - 1], *ids[first:split]]
+    return ids[:header] + head + ids[header:first] + ids[split:]
+
+
 def uncached(
     requests: Iterable[list[int]], route: Callable[[int, list[int]], int] | None = None
 ) -> Iterator[tuple[list[int], int]]:
@@ -234,6 +264,12 @@ def main() -> int:
     parser.add_argument("--suffix-tokens", type=int, help="cut each suffix to this many first")
     parser.add_argument("--replicas", type=int, help="spread the requests over N replicas")
     parser.add_argument(
+        "--head-first",
+        metavar="NEAR,STRIDE",
+        help="first move the current file's lines at least NEAR above the cursor (split "
+        "at a multiple of STRIDE lines) before the snippets",
+    )
+    parser.add_argument(
         "--same-snippets",
         choices=("prefetch", "visit"),
         help="first give prefetches their keystroke's snippets, or every request the "
@@ -258,6 +294,12 @@ def main() -> int:
         sent = [request.ids for request in requests]
     if args.suffix_tokens is not None:
         sent = [cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent]
+    if args.head_first:
+        near, stride = (int(n) for n in args.head_first.split(","))
+        vocabulary = tokenizer.get_vocab()
+        newlines = frozenset(i for t, i in vocabulary.items() if "\u010a" in t or "\n" in t)
+        fim = (file_sep, markers[0], markers[1])
+        sent = [head_first(ids, fim, newlines, near, stride) for ids in sent]
 
     def document(ids: list[int]) -> tuple[int, ...]:
         return document_of(ids, file_sep, markers[0])

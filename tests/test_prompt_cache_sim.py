@@ -137,3 +137,19 @@ def test_the_same_snippets_what_if_swaps_only_the_part_before_the_current_file()
     assert by_prefetch == [prompt(1, 5, 10), prompt(1, 5, 11), prompt(3, 5, 12), prompt(4, 6, 13)]
     by_visit = [r.ids for r in sim.same_snippets(trace, "visit", sep, fim)]
     assert by_visit == [prompt(1, 5, 10), prompt(1, 5, 11), prompt(1, 5, 12), prompt(4, 6, 13)]
+
+
+def test_the_head_first_what_if_moves_the_lines_far_above_the_cursor_before_the_snippets() -> None:
+    """The prefix's lines before the split (a multiple of STRIDE lines, at least NEAR above
+    the cursor) go after the repository header as a block of their own: the file's marker
+    and path, then those lines. A prefix shorter than that is left as it is."""
+    sim = simulator()
+    repo, sep, fim_prefix, fim_suffix, nl = 80, 90, 91, 92, 99
+    markers = (sep, fim_prefix, fim_suffix)
+    lines = [20, nl, 21, nl, 22, nl, 23, nl, 24, nl, 25]  # five whole lines, then the cursor
+    ids = [repo, sep, 1, nl, sep, 5, nl, fim_prefix, *lines, fim_suffix, 30]
+    moved = sim.head_first(ids, markers, frozenset({nl}), near_lines=2, stride=2)
+    head = [sep, 5, nl, 20, nl, 21, nl]  # lines 0-1: the split at 2 of 5, the 3 after stay
+    near = [22, nl, 23, nl, 24, nl, 25, fim_suffix, 30]
+    assert moved == [repo, *head, sep, 1, nl, sep, 5, nl, fim_prefix, *near]
+    assert sim.head_first(ids, markers, frozenset({nl}), near_lines=5, stride=2) == ids
