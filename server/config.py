@@ -265,6 +265,14 @@ class CompletionSettings(_Section):
         "0 turns them off.",
     )
 
+    similar_code_cursor_line: bool = Field(
+        True,
+        description="Whether the cursor's own line (the words typed on it so far) queries "
+        "similar code, beside the lines above it; false makes the chunks change only when "
+        "the cursor moves to another line, so typing along a line does not change the "
+        "prompt before the current file (which the backend must then compute again).",
+    )
+
     imports_share: float = Field(
         0.1,
         ge=0.0,

@@ -350,3 +350,45 @@ def test_chunks_no_longer_found_stay_put_rather_than_take_turns() -> None:
         builder._remember("f.py", context.snippets)
         chosen.append([s.path for s in context.snippets])
     assert chosen == [["a.py"]] * 6
+
+
+def test_without_the_cursor_line_the_chunks_change_only_with_the_line(tmp_path: Path) -> None:
+    """`Budget.similar_cursor_line` off: similar code is looked for with the lines above the
+    cursor's line alone, so whatever is typed along the line a fresh build chooses the
+    same chunks; with the line in the query, the words typed on it bring in the chunk
+    that uses them."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "api.py").write_text(
+        "def connect(host, port):\n    return (host, port)\n\n\n"
+        "def upload_blob(payload, checksum, compress):\n    return payload\n"
+    )
+    helpers = "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(20))
+    (root / "pkg" / "hosts.py").write_text(  # long: a short file is shown whole
+        "from pkg.api import connect\n\n\ndef open_link(host_name, port_number):\n"
+        "    link = connect(host_name, port_number)\n    return link\n" + helpers
+    )
+    (root / "pkg" / "blobs.py").write_text(
+        "from pkg.api import upload_blob\n\n\ndef send_payload(payload, checksum):\n"
+        "    receipt = upload_blob(payload, checksum, compress=True)\n    return receipt\n"
+        + helpers
+    )
+    above = "from pkg.api import connect, upload_blob\n\n\ndef main(host_name, port_number):\n"
+    (root / "pkg" / "main.py").write_text(above)
+    index = ProjectIndex(root, cache_dir=tmp_path / "cache")
+    index.build()
+    line = "    receipt = upload_blob(payload, checksum, compress=True)"
+
+    def chunks_along_the_line(budget: Budget) -> set[tuple[str, ...]]:
+        seen = set()
+        for typed in range(len(line) + 1):
+            text = above + line[:typed]
+            context = ContextBuilder(index).build("pkg/main.py", text, len(text), "python", budget)
+            seen.add(tuple(s.path for s in context.snippets if s.similar))
+        return seen
+
+    above_only = chunks_along_the_line(Budget(total=2048, similar_cursor_line=False))
+    assert above_only == {("pkg/hosts.py",)}
+    with_the_line = chunks_along_the_line(Budget(total=2048))
+    assert any("pkg/blobs.py" in chosen for chosen in with_the_line)

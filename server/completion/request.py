@@ -187,6 +187,7 @@ def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
             max(0.0, 0.9 - settings.suffix_share - settings.cross_file_share),
         ),
         head_share=settings.imports_share,
+        similar_cursor_line=settings.similar_code_cursor_line,
     )
 
 

@@ -145,7 +145,8 @@ class ContextBuilder(CandidateRanking, SimilarCode, SnippetMemory):
         )
         self._similar_wanted = budget.similar_cap > 0
         if self._similar_wanted:
-            candidates += self.similar(file_path, text, offset, cursor.language)
+            query_end = offset if budget.similar_cursor_line else line_start
+            candidates += self.similar(file_path, text, query_end, cursor.language)
         candidates = self._with_memory(file_path, cursor, candidates)
         if count != self._count:  # memoised counts belong to one tokenizer
             self._counts.clear()

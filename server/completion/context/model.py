@@ -43,6 +43,9 @@ class Budget:
     similar_share: float = 0.15
     """Most similar-code chunks may take (`server.completion.similar`), out of what the snippets and
     the suffix leave (so out of the prefix's room); 0 turns them off."""
+    similar_cursor_line: bool = True
+    """Whether the cursor's own line queries similar code, beside the lines above it;
+    without it the chunks change only when the cursor moves to another line."""
     head_share: float = 0.1
     """Most the current file's imports may take when the prefix is cut above them
     (`server.completion.file_head`), out of the prefix's room; 0 turns them off."""
