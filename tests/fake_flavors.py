@@ -17,7 +17,8 @@ from typing import Any
 FLAVORS = ("vllm", "sglang", "trtllm")
 OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
 METRICS_PATH = {"vllm": "/metrics", "sglang": "/metrics", "trtllm": "/prometheus/metrics"}
-TTFT_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
+BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
+"""The histograms' bucket edges (s): time to first token and time between tokens."""
 
 TRTLLM_FIELDS = frozenset(
     {
@@ -43,6 +44,8 @@ class EngineStats:
     generation_tokens: int = 0
     finished: int = 0
     first_token_s: list[float] = field(default_factory=list)
+    token_gap_s: list[float] = field(default_factory=list)
+    """Each finished stream's mean time between its chunks."""
 
 
 def refusal(flavor: str, body: Mapping[str, Any]) -> str | None:
@@ -62,6 +65,14 @@ def refusal(flavor: str, body: Mapping[str, Any]) -> str | None:
             f"'msg': 'Input should be less than or equal to 1', 'input': {priority!r}}}]"
         )
     return None
+
+
+ITL_NAMES = {
+    "vllm": "vllm:inter_token_latency_seconds",
+    "sglang": "sglang:inter_token_latency_seconds",
+    "trtllm": "trtllm_time_per_output_token_seconds",
+}
+"""Each engine's histogram of the time between a request's tokens."""
 
 
 def metrics(
@@ -85,7 +96,8 @@ def metrics(
         f"{prefix}generation_tokens_total{labels} {stats.generation_tokens}",
         f"{prefix}{finished}_total{labels} {stats.finished}",
         f"{prefix}{waiting}{labels} 0",
-        *ttft_lines(f"{prefix}time_to_first_token_seconds", model, stats),
+        *histogram_lines(f"{prefix}time_to_first_token_seconds", model, stats.first_token_s),
+        *histogram_lines(ITL_NAMES[flavor], model, stats.token_gap_s),
     ]
     if flavor == "sglang":
         rate = cached / prompt if prompt else 0.0
@@ -93,11 +105,11 @@ def metrics(
     return "\n".join(lines) + "\n", "text/plain; version=0.0.4"
 
 
-def ttft_lines(name: str, model: str, stats: EngineStats) -> list[str]:
-    """A time-to-first-token histogram's cumulative buckets, as prometheus_client writes."""
+def histogram_lines(name: str, model: str, values: list[float]) -> list[str]:
+    """A histogram's cumulative buckets, as prometheus_client writes them."""
     lines = []
-    for edge in (*TTFT_BUCKETS, float("inf")):
-        count = sum(1 for s in stats.first_token_s if s <= edge)
+    for edge in (*BUCKETS, float("inf")):
+        count = sum(1 for s in values if s <= edge)
         le = "+Inf" if edge == float("inf") else f"{edge:g}"
         lines.append(f'{name}_bucket{{le="{le}",model_name="{model}"}} {count}')
     return lines

@@ -47,7 +47,15 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_engine import PrefillQueue
-from fake_flavors import FLAVORS, OWNED_BY, EngineStats, metrics, refusal, ttft_lines
+from fake_flavors import (
+    FLAVORS,
+    ITL_NAMES,
+    OWNED_BY,
+    EngineStats,
+    histogram_lines,
+    metrics,
+    refusal,
+)
 from fake_oracle import Oracle
 
 DEFAULT_MODEL = "fake-coder"
@@ -884,7 +892,10 @@ class FakeServer:
             f"{self.engine_stats.generation_tokens}",
             f'vllm:request_success_total{{finished_reason="stop",model_name="{self.model}"}} '
             f"{self.engine_stats.finished}",
-            *ttft_lines("vllm:time_to_first_token_seconds", self.model, self.engine_stats),
+            *histogram_lines(
+                "vllm:time_to_first_token_seconds", self.model, self.engine_stats.first_token_s
+            ),
+            *histogram_lines(ITL_NAMES["vllm"], self.model, self.engine_stats.token_gap_s),
         ]
         body = ("\n".join(lines) + "\n").encode()
         return await conn.send(200, body, "text/plain; version=0.0.4")
@@ -1003,10 +1014,10 @@ class FakeServer:
             return await reply.whole()
         finally:
             self.active_completions -= 1
-            self._count(event)
             await watch.stop()
             if event.closed_by is None:  # e.g. the write failed before the watcher noticed
                 event.close("client" if watch.gone.is_set() else "server")
+            self._count(event)
 
     @property
     def waiting(self) -> int:
@@ -1018,6 +1029,9 @@ class FakeServer:
         stats = self.engine_stats
         if event.first_chunk_at is not None:
             stats.first_token_s.append(event.first_chunk_at - event.received_at)
+        if event.first_chunk_at is not None and event.closed_at and event.chunks_sent > 1:
+            gap = (event.closed_at - event.first_chunk_at) / (event.chunks_sent - 1)
+            stats.token_gap_s.append(gap)
         stats.generation_tokens += event.chunks_sent
         if event.completed:
             stats.finished += 1

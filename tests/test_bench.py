@@ -128,6 +128,15 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="q15"} 2
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="q15"} 8.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.04",model_name="q15"} 10.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 10.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.005",model_name="q15"} 90.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="q15"} 100.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.025",model_name="q15"} 111.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 111.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.0",model_name="q15"} 12.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.3",model_name="q15"} 12.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 12.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="q15"} 400.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="q15"} 130.0
 """
 
 
@@ -147,6 +156,12 @@ def test_vllm_metrics_are_differenced_over_a_step() -> None:
         .replace("} 800.0", "} 2600.0")
         .replace('le="0.04",model_name="q15"} 10.0', 'le="0.04",model_name="q15"} 110.0')
         .replace('le="+Inf",model_name="q15"} 10.0', 'le="+Inf",model_name="q15"} 110.0')
+        # 100 new gaps between tokens: 60 within 5 ms, 40 over 10 ms and up to 25 ms
+        .replace('le="0.005",model_name="q15"} 90.0', 'le="0.005",model_name="q15"} 150.0')
+        .replace('le="0.01",model_name="q15"} 100.0', 'le="0.01",model_name="q15"} 160.0')
+        .replace("} 111.0", "} 211.0")
+        .replace("} 400.0", "} 600.0")  # 200 new draft tokens, 150 of them accepted
+        .replace("} 130.0", "} 280.0")
     )
     delta = metrics_delta(before, parse_metrics(after_text), seconds=10.0)
     assert delta["prefixCacheHitRatio"] == pytest.approx(0.9)  # 1800 of 2000
@@ -155,6 +170,9 @@ def test_vllm_metrics_are_differenced_over_a_step() -> None:
     assert delta["apiServerCpuMsPerRequest"] == pytest.approx(5.0)  # 1 s over 200 POSTs
     # all 100 new first tokens came in the (0.02, 0.04] bucket
     assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}
+    assert delta["itlMs"] == {"p50": 5.0, "p99": 25.0}  # the step's gaps, not the earlier ones
+    assert delta["queueTimeMs"] == {"p50": None, "p99": None}  # none queued in the step
+    assert delta["draftAcceptedShare"] == pytest.approx(0.75)  # 150 of 200 draft tokens
     assert histogram_quantile({0.01: 5.0, 0.02: 10.0, math.inf: 10.0}, 50) == 10.0
     assert histogram_quantile({}, 50) is None
     assert delta["postsPerS"] == pytest.approx(20.0)

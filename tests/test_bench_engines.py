@@ -27,6 +27,10 @@ sglang:time_to_first_token_seconds_bucket{le="0.01",model_name="q15"} 2.0
 sglang:time_to_first_token_seconds_bucket{le="0.02",model_name="q15"} 8.0
 sglang:time_to_first_token_seconds_bucket{le="0.04",model_name="q15"} 10.0
 sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="q15"} 10.0
+sglang:inter_token_latency_seconds_bucket{le="0.005",model_name="q15"} 5.0
+sglang:inter_token_latency_seconds_bucket{le="+Inf",model_name="q15"} 5.0
+sglang:queue_time_seconds_bucket{le="0.005",model_name="q15"} 5.0
+sglang:queue_time_seconds_bucket{le="+Inf",model_name="q15"} 5.0
 """
 TRTLLM = """# TYPE trtllm_prompt_tokens_total counter
 trtllm_prompt_tokens_total{model_name="q15"} 1000.0
@@ -39,6 +43,10 @@ trtllm_time_to_first_token_seconds_bucket{le="0.01",model_name="q15"} 2.0
 trtllm_time_to_first_token_seconds_bucket{le="0.02",model_name="q15"} 8.0
 trtllm_time_to_first_token_seconds_bucket{le="0.04",model_name="q15"} 10.0
 trtllm_time_to_first_token_seconds_bucket{le="+Inf",model_name="q15"} 10.0
+trtllm_time_per_output_token_seconds_bucket{le="0.005",model_name="q15"} 5.0
+trtllm_time_per_output_token_seconds_bucket{le="+Inf",model_name="q15"} 5.0
+trtllm_request_queue_time_seconds_bucket{le="0.005",model_name="q15"} 5.0
+trtllm_request_queue_time_seconds_bucket{le="+Inf",model_name="q15"} 5.0
 """
 VLLM = """vllm:prefix_cache_queries_total{engine="0",model_name="q15"} 1000.0
 vllm:prefix_cache_hits_total{engine="0",model_name="q15"} 800.0
@@ -50,12 +58,17 @@ vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="q15"} 2
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="q15"} 8.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.04",model_name="q15"} 10.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 10.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.005",model_name="q15"} 5.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 5.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.005",model_name="q15"} 5.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="+Inf",model_name="q15"} 5.0
 """
 
 
 def later(text: str) -> str:
     """The same engine after a step: 2,000 more prompt tokens, 1,800 of them cached, 100
-    more first tokens all in the (0.02, 0.04] bucket, one request waiting."""
+    more first tokens all in the (0.02, 0.04] bucket, 10 more gaps between tokens and 10
+    more queue times within 5 ms, one request waiting."""
     replaced = text
     for before, after in (
         ("} 1000.0", "} 3000.0"),
@@ -66,6 +79,7 @@ def later(text: str) -> str:
         ('le="0.04",model_name="q15"} 10.0', 'le="0.04",model_name="q15"} 110.0'),
         ('le="+Inf",model_name="q15"} 10.0', 'le="+Inf",model_name="q15"} 110.0'),
         ("} 3.0", "} 1.0"),
+        ("} 5.0", "} 15.0"),
     ):
         replaced = replaced.replace(before, after)
     return replaced
@@ -86,13 +100,15 @@ def test_each_engines_metrics_give_the_same_figures(engine: str, text: str) -> N
     assert delta["promptTokensPerS"] == pytest.approx(200.0)
     assert delta["generationTokensPerS"] == pytest.approx(10.0)
     assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}
+    assert delta["itlMs"] == {"p50": 5.0, "p99": 5.0}
+    assert delta["queueTimeMs"] == {"p50": 5.0, "p99": 5.0}
     assert delta["waitingAtEnd"] == 1.0
 
 
 def test_one_engines_names_find_nothing_in_anothers_metrics() -> None:
     assert parse_metrics(SGLANG, NAMES["vllm"]) == {
         "counters": {},
-        "ttft_buckets": {},
+        "histograms": {},
         "queue": None,
     }
     assert parse_metrics(VLLM, NAMES["trtllm"])["counters"] == {}
@@ -105,10 +121,16 @@ def test_the_engine_is_told_from_its_models_and_its_metrics_read_from_its_route(
     """A fake that answers as the engine does: its `owned_by`, and its metrics where the
     engine keeps them (TensorRT-LLM's /metrics is JSON, its Prometheus text elsewhere)."""
     with FakeBackend(extra_args=["--flavor", flavor]) as fake:
+        fake.script([{"match": "x = 1", "text": "return x + 1", "chunk_delay_ms": 2}])
         for _ in range(3):
             httpx.post(
                 f"{fake.url}/completions",
-                json={"model": fake.model, "prompt": "x = 1\n" * 20, "max_tokens": 4},
+                json={
+                    "model": fake.model,
+                    "prompt": "x = 1\n" * 20,
+                    "max_tokens": 4,
+                    "stream": True,
+                },
                 trust_env=False,
             ).raise_for_status()
 
@@ -119,7 +141,8 @@ def test_the_engine_is_told_from_its_models_and_its_metrics_read_from_its_route(
     assert scraped["counters"]["prefix_cache_queries"] > 0
     assert scraped["counters"]["prefix_cache_hits"] > 0  # the same prompt three times
     assert scraped["counters"]["requests"] == 3
-    assert sum(scraped["ttft_buckets"].values()) > 0
+    assert max(scraped["histograms"]["ttft"].values()) == 3  # three first tokens
+    assert max(scraped["histograms"]["itl"].values()) == 3  # three streams' token gaps
 
 
 def test_a_server_that_is_no_known_engine_is_read_as_vllm() -> None:

@@ -1,8 +1,9 @@
 """Where each serving engine keeps its Prometheus metrics, and what it calls them.
 
 The bench reads the same figures from every engine (prefix-cache hits, throughput, time to
-first token, the waiting queue), but vLLM, SGLang and TensorRT-LLM name them differently,
-and TensorRT-LLM serves them at /prometheus/metrics (its /metrics is JSON). The names come
+first token, the time between tokens, the time a request queued, the waiting queue), but
+vLLM, SGLang and TensorRT-LLM name them differently, and TensorRT-LLM serves them at
+/prometheus/metrics (its /metrics is JSON). The names come
 from each engine's source: vLLM 0.25's metrics, SGLang's `metrics/collector.py`,
 TensorRT-LLM's `metrics/collector.py`. A backend says which engine it is in /v1/models
 (`owned_by`); anything else is read with vLLM's names, and what it lacks is left out.
@@ -30,8 +31,15 @@ COUNTER_KEYS: Final = (
     "requests",
     "api_server_cpu_seconds",
     "completion_posts",
+    "draft_tokens",
+    "accepted_tokens",
 )
 """Our names for the counters the bench differences over a step."""
+
+HISTOGRAM_KEYS: Final = ("ttft", "itl", "queue_time")
+"""Our names for the histograms the bench differences over a step: time to first token,
+time between a request's tokens (a decode step, where prefills share it), time a request
+waited before it was scheduled."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +49,8 @@ class MetricNames:
     counters: Mapping[str, tuple[str, str]]
     """Our name -> (metric, a label its samples must carry, "" for any); each summed over
     its matching label sets, `_total` or not."""
-    ttft: str
-    """The time-to-first-token histogram."""
+    histograms: Mapping[str, str]
+    """Our name (HISTOGRAM_KEYS) -> the engine's histogram; a key left out is not read."""
     queue: str
     """The gauge of requests waiting to be scheduled."""
 
@@ -65,9 +73,15 @@ NAMES: Final[Mapping[str, MetricNames]] = {
             "prompt_tokens": ("vllm:prompt_tokens", ""),
             "generation_tokens": ("vllm:generation_tokens", ""),
             "requests": ("vllm:request_success", ""),
+            "draft_tokens": ("vllm:spec_decode_num_draft_tokens", ""),  # speculative decoding
+            "accepted_tokens": ("vllm:spec_decode_num_accepted_tokens", ""),
             **_PROCESS,
         },
-        "vllm:time_to_first_token_seconds",
+        {
+            "ttft": "vllm:time_to_first_token_seconds",
+            "itl": "vllm:inter_token_latency_seconds",
+            "queue_time": "vllm:request_queue_time_seconds",
+        },
         "vllm:num_requests_waiting",
     ),
     "sglang": MetricNames(
@@ -80,7 +94,11 @@ NAMES: Final[Mapping[str, MetricNames]] = {
             "requests": ("sglang:num_requests", ""),
             **_PROCESS,
         },
-        "sglang:time_to_first_token_seconds",
+        {
+            "ttft": "sglang:time_to_first_token_seconds",
+            "itl": "sglang:inter_token_latency_seconds",
+            "queue_time": "sglang:queue_time_seconds",
+        },
         "sglang:num_queue_reqs",
     ),
     "trtllm": MetricNames(
@@ -93,7 +111,11 @@ NAMES: Final[Mapping[str, MetricNames]] = {
             "requests": ("trtllm_request_success", ""),
             **_PROCESS,
         },
-        "trtllm_time_to_first_token_seconds",
+        {
+            "ttft": "trtllm_time_to_first_token_seconds",
+            "itl": "trtllm_time_per_output_token_seconds",  # a request's mean, not each gap
+            "queue_time": "trtllm_request_queue_time_seconds",
+        },
         "trtllm_num_requests_waiting",
     ),
 }

@@ -47,6 +47,7 @@ from server.bench.replay import THROTTLE_MS, ReplayError, load_traces
 from server.bench.stats import (
     cdf,
     keystroke_latencies,
+    no_metrics,
     parse_metrics,
     quantiles,
     replica_figures,
@@ -528,7 +529,7 @@ async def _scrape(url: str, names: MetricNames) -> dict[str, Any]:
             reply.raise_for_status()
             return parse_metrics(reply.text, names)
     except httpx.HTTPError:
-        return {"counters": {}, "ttft_buckets": {}, "queue": None}
+        return no_metrics()
 
 
 async def _raw_stream(
@@ -608,7 +609,8 @@ def report(results: dict[str, Any]) -> str:
         f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "
         f"{'model p50':>9} {'p99':>7} {'cache':>6} {'joined':>6} {'prefix':>7} {'POST/s':>6} "
         f"{'gen tok/s':>9} "
-        f"{'vLLM TTFT p50':>13} {'unfin.':>6} {'API ms/req':>10} {'lag p99':>8} {'load':>5}",
+        f"{'vLLM TTFT p50':>13} {'ITL p50':>7} {'p99':>6} {'unfin.':>6} {'API ms/req':>10} "
+        f"{'lag p99':>8} {'load':>5}",
     ]
     for step in results["steps"]:
         if "skipped" in step:
@@ -625,10 +627,17 @@ def report(results: dict[str, Any]) -> str:
             f"{vllm.get('postsPerS', 0):>6.1f} "
             f"{vllm.get('generationTokensPerS', 0):>9.0f} "
             f"{_ms((vllm.get('ttftMs') or {}).get('p50')):>13} "
+            f"{_ms((vllm.get('itlMs') or {}).get('p50')):>7} "
+            f"{_ms((vllm.get('itlMs') or {}).get('p99')):>6} "
             f"{_ratio(vllm.get('unfinishedShare')):>6} "
             f"{_ms(vllm.get('apiServerCpuMsPerRequest')):>10} "
             f"{_ms(step['driverLagMs']['p99']):>8} {step['loadAverage']:>5.1f}"
         )
+        if vllm.get("draftAcceptedShare") is not None:
+            out.append(
+                f"{'':>5} speculative decoding: {vllm['draftAcceptedShare']:.0%} of "
+                f"{vllm['counts']['draft_tokens']:.0f} draft tokens accepted"
+            )
         if step.get("replicas"):
             out.append(_replicas_row(step["replicas"]))
         if step.get("replay"):

@@ -3,8 +3,8 @@ engine's metrics (vLLM's, SGLang's or TensorRT-LLM's) read before and after the 
 
 Latency is reported as p50/p99/p999 (nearest rank), never as a mean. vLLM's counters are
 differences across the step, so a step is not charged for what came before it; its time to
-first token is estimated from the histogram's buckets (the bucket edge where the quantile
-falls), which is as precise as vLLM's buckets.
+first token, time between tokens and queue time are estimated from the histograms' buckets
+(the bucket edge where the quantile falls), which is as precise as vLLM's buckets.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from server.bench.engine_metrics import COUNTER_KEYS, NAMES, MetricNames
+from server.bench.engine_metrics import COUNTER_KEYS, HISTOGRAM_KEYS, NAMES, MetricNames
 from server.metrics import percentile, percentiles
 
 Record = dict[str, Any]
@@ -28,37 +28,45 @@ _LE = re.compile(r'le="([^"]+)"')
 
 
 def parse_metrics(text: str, names: MetricNames = NAMES["vllm"]) -> dict[str, Any]:
-    """An engine's counters (summed over label sets), its TTFT histogram's buckets and its
-    waiting queue, by the engine's `names` (server.bench.engine_metrics)."""
+    """An engine's counters (summed over label sets), its histograms' buckets (each summed
+    over label sets) and its waiting queue, by the engine's `names`
+    (server.bench.engine_metrics)."""
     counters: dict[str, float] = defaultdict(float)
-    buckets: dict[float, float] = defaultdict(float)
+    buckets: dict[str, dict[float, float]] = {key: defaultdict(float) for key in names.histograms}
+    by_bucket_name = {metric + "_bucket": key for key, metric in names.histograms.items()}
     queue: float | None = None
     for name, labels, value in _SAMPLE.findall(text):
         for key, (metric, label) in names.counters.items():
             if name in (metric, metric + "_total") and label in (labels or ""):
                 counters[key] += float(value)
-        if name == names.ttft + "_bucket":
+        if name in by_bucket_name:
             edge = _LE.search(labels or "")
             if edge:
-                buckets[float(edge.group(1))] += float(value)
+                buckets[by_bucket_name[name]][float(edge.group(1))] += float(value)
         elif name == names.queue:
             queue = (queue or 0.0) + float(value)
-    return {"counters": dict(counters), "ttft_buckets": dict(buckets), "queue": queue}
+    histograms = {key: dict(edges) for key, edges in buckets.items() if edges}
+    return {"counters": dict(counters), "histograms": histograms, "queue": queue}
+
+
+def no_metrics() -> dict[str, Any]:
+    """A read of /metrics that did not answer, shaped as `parse_metrics`'s."""
+    return {"counters": {}, "histograms": {}, "queue": None}
 
 
 def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """What vLLM did during a step: prefix-cache hit ratio, throughput, TTFT quantiles, the
-    share of completion requests it did not finish (closed early by the client, or still
-    running at the step's end), and its API server's CPU time per completion request."""
+    """What vLLM did during a step: prefix-cache hit ratio, throughput, the quantiles of
+    its time to first token, time between tokens and queue time, the share of completion
+    requests it did not finish (closed early by the client, or still running at the step's
+    end), its API server's CPU time per completion request, and, with speculative decoding,
+    the share of draft tokens it accepted."""
     counts = {
         key: after["counters"].get(key, 0.0) - before["counters"].get(key, 0.0)
         for key in COUNTER_KEYS
     }
     queries, posts = counts["prefix_cache_queries"], counts["completion_posts"]
-    buckets = {
-        edge: after["ttft_buckets"].get(edge, 0.0) - before["ttft_buckets"].get(edge, 0.0)
-        for edge in after["ttft_buckets"]
-    }
+    drafts = counts["draft_tokens"]
+    quantiles = {key: _histogram_delta(before, after, key) for key in HISTOGRAM_KEYS}
     return {
         "prefixCacheHitRatio": counts["prefix_cache_hits"] / queries if queries else None,
         "promptTokensPerS": counts["prompt_tokens"] / seconds,
@@ -69,10 +77,22 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
         "apiServerCpuMsPerRequest": (
             counts["api_server_cpu_seconds"] * 1000 / posts if posts else None
         ),
-        "ttftMs": {f"p{q:g}": histogram_quantile(buckets, q) for q in (50, 99)},
+        "ttftMs": quantiles["ttft"],
+        "itlMs": quantiles["itl"],
+        "queueTimeMs": quantiles["queue_time"],
+        "draftAcceptedShare": counts["accepted_tokens"] / drafts if drafts else None,
         "waitingAtEnd": after.get("queue"),
         "counts": counts,
     }
+
+
+def _histogram_delta(
+    before: dict[str, Any], after: dict[str, Any], key: str
+) -> dict[str, float | None]:
+    """p50 and p99 of what one histogram counted between two reads (None: not counted)."""
+    old, new = before["histograms"].get(key, {}), after["histograms"].get(key, {})
+    buckets = {edge: count - old.get(edge, 0.0) for edge, count in new.items()}
+    return {f"p{q:g}": histogram_quantile(buckets, q) for q in (50, 99)}
 
 
 def step_metrics(
@@ -87,21 +107,22 @@ def step_metrics(
 
 def sum_metrics(reads: list[dict[str, Any]]) -> dict[str, Any]:
     """Several engines' reads of /metrics (`parse_metrics`) as one engine's: the replicas
-    behind a router, their counters, TTFT buckets and waiting queues added up. One read
+    behind a router, their counters, histograms and waiting queues added up. One read
     that did not answer leaves the sum empty, as a missing read is no zero."""
     if not reads or any(not read["counters"] for read in reads):
-        return {"counters": {}, "ttft_buckets": {}, "queue": None}
+        return no_metrics()
     counters: dict[str, float] = defaultdict(float)
-    buckets: dict[float, float] = defaultdict(float)
+    histograms: dict[str, dict[float, float]] = defaultdict(lambda: defaultdict(float))
     for read in reads:
         for key, value in read["counters"].items():
             counters[key] += value
-        for edge, count in read["ttft_buckets"].items():
-            buckets[edge] += count
+        for key, edges in read["histograms"].items():
+            for edge, count in edges.items():
+                histograms[key][edge] += count
     queues = [read["queue"] for read in reads if read["queue"] is not None]
     return {
         "counters": dict(counters),
-        "ttft_buckets": dict(buckets),
+        "histograms": {key: dict(edges) for key, edges in histograms.items()},
         "queue": sum(queues) if queues else None,
     }
 
