@@ -6,6 +6,7 @@ stdio by pytest-lsp with the recorded capabilities of real editors.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -15,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import pytest_lsp
@@ -30,6 +32,17 @@ from fake_openai import FakeBackend  # noqa: E402
 TEST_CACHE = Path(tempfile.mkdtemp(prefix="headstart-test-cache-"))
 """The servers under test keep their project caches here, not in the user's cache."""
 SERVER_COMMAND = [sys.executable, "-m", "server", "serve"]
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """benchmarks/NAME.py as a module (the scripts are not a package); registered in
+    sys.modules, where dataclasses look their module up."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def server_env(**extra: str) -> dict[str, str]:

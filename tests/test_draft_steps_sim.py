@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from conftest import ROOT
-
-SCRIPT = ROOT / "benchmarks" / "draft_steps_sim.py"
+from conftest import load_benchmark
 
 
 def simulator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("draft_steps_sim", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("draft_steps_sim")
 
 
 def test_the_draft_follows_the_longest_match_at_its_first_occurrence() -> None:

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
-from conftest import ROOT
+from conftest import ROOT, load_benchmark
 from tokenizer_helpers import real_qwen_tokenizer_file
 
 SCRIPT = ROOT / "benchmarks" / "prompt_cache_sim.py"
 
 
 def simulator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prompt_cache_sim", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("prompt_cache_sim")
 
 
 def test_only_whole_leading_blocks_seen_before_are_cached() -> None:

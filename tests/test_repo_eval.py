@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from conftest import ROOT
+from conftest import ROOT, load_benchmark
 from fake_openai import FakeBackend
 
 SCRIPT = ROOT / "benchmarks" / "repo_eval.py"
@@ -29,12 +28,7 @@ RECORD_FIELDS = {
 
 
 def repo_eval() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("repo_eval", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["repo_eval"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("repo_eval")
 
 
 def make_task_set(out: Path) -> dict[str, Any]:
