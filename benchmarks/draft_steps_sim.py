@@ -38,6 +38,10 @@ from typing import NamedTuple
 
 from tokenizers import Tokenizer
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from server.metrics import percentiles
+
 SETTINGS = ((2, 1, 3), (2, 2, 4), (4, 1, 3), (4, 2, 4), (4, 3, 5), (6, 2, 4))
 """(K draft tokens, MIN, MAX n-gram length) compared by default."""
 
@@ -149,10 +153,8 @@ def report(cases: Sequence[Case], settings: Iterable[tuple[int, int, int]]) -> l
     tokens = [len(c.line) for c in cases]
     base = [len(c.line) - 1 for c in cases]
     out = [
-        f"{len(cases)} requests; tokens to the line end p50 {_pct(tokens, 50)} "
-        f"p90 {_pct(tokens, 90)} p99 {_pct(tokens, 99)}",
-        f"  no drafts: decode steps mean {statistics.mean(base):.2f} "
-        f"p50 {_pct(base, 50)} p90 {_pct(base, 90)} p99 {_pct(base, 99)}",
+        f"{len(cases)} requests; tokens to the line end {_spread(tokens)}",
+        f"  no drafts: decode steps mean {statistics.mean(base):.2f} {_spread(base)}",
     ]
     for k, shortest, longest in settings:
         runs = [decode_steps(c, k, shortest, longest) for c in cases]
@@ -160,15 +162,16 @@ def report(cases: Sequence[Case], settings: Iterable[tuple[int, int, int]]) -> l
         ratio = statistics.mean(steps) / statistics.mean(base) if any(base) else 1.0
         out.append(
             f"  k={k} n={shortest}..{longest}: steps mean {statistics.mean(steps):.2f} "
-            f"({ratio:.2f}x) p50 {_pct(steps, 50)} p90 {_pct(steps, 90)} p99 {_pct(steps, 99)}; "
+            f"({ratio:.2f}x) {_spread(steps)}; "
             f"draft tokens checked per step {sum(c for _, c in runs) / max(1, sum(steps)):.2f}"
         )
     return out
 
 
-def _pct(values: Sequence[int], q: float) -> int:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+def _spread(values: list[int]) -> str:
+    """p50, p90 and p99 (nearest rank, as the bench reports them)."""
+    p50, p90, p99 = percentiles([float(v) for v in values], [50, 90, 99])
+    return f"p50 {p50:.0f} p90 {p90:.0f} p99 {p99:.0f}"
 
 
 def main(argv: list[str] | None = None) -> int:
