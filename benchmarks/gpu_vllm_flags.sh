@@ -15,10 +15,10 @@
 #     bash benchmarks/gpu_vllm_flags.sh
 #
 # A restart with real weights takes ~1-2 minutes: two or three sets fit in one call.
-# Env: TRACES, USERS (without TRACES), FLAGSETS, NAME (flags), FIRST (1: the number of the first set, to
-#   go on in a later call), REPLAY_USERS (300), EDITORS (5), DRIVERS (4), STEP (20), WARMUP
-#   (5), MODEL_DIR (~/models/real15), SERVED (q15), PORT (8000), LOAD_FORMAT (auto),
-#   SERVE_VLLM (~/serve_vllm.sh), and gpu_bench.sh's (SETTINGS, CPUS, ...).
+# Env: TRACES, USERS (without TRACES), FLAGSETS, NAME (flags), FIRST (1: the number of the
+#   first set, to go on in a later call), REPLAY_USERS (300), EDITORS (5), DRIVERS (4),
+#   STEP (20), WARMUP (5), MODEL_DIR (~/models/real15), SERVED (q15), PORT (8000),
+#   LOAD_FORMAT (auto), SERVE_VLLM (~/serve_vllm.sh), and gpu_bench.sh's (SETTINGS, CPUS, ...).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 name=${NAME:-flags}
@@ -27,8 +27,12 @@ out=${OUT:-$repo/gpu-bench-out}
 serve=${SERVE_VLLM:-$HOME/serve_vllm.sh}
 port=${PORT:-8000}
 mkdir -p "$out"
-[ -z "$traces" ] || [ -d "$traces" ] \
-  || { echo "no traces in $traces: run benchmarks/gpu_replay.sh first"; exit 1; }
+users=${USERS:-1,10,25,50} replay=""
+if [ -n "$traces" ]; then
+  [ -d "$traces" ] || { echo "no traces in $traces: run benchmarks/gpu_replay.sh first"; exit 1; }
+  users=${EDITORS:-5}
+  replay="--replay $traces --replay-users ${REPLAY_USERS:-300} --replay-drivers ${DRIVERS:-4}"
+fi
 
 stop_vllm() {
   local pid
@@ -53,13 +57,7 @@ for flags in "${sets[@]}"; do
     continue
   fi
   printf '%s\t%s\n' "$n" "${flags:-(defaults)}" >> "$out/$name-flags.txt"
-  if [ -n "$traces" ]; then
-    NAME=$name-$n USERS=${EDITORS:-5} STEP=${STEP:-20} WARMUP=${WARMUP:-5} FLOOR=0 \
-      BENCH_ARGS="--replay $traces --replay-users ${REPLAY_USERS:-300} --replay-drivers ${DRIVERS:-4}" \
-      bash "$repo/benchmarks/gpu_bench.sh"
-  else
-    NAME=$name-$n USERS=${USERS:-1,10,25,50} STEP=${STEP:-20} WARMUP=${WARMUP:-5} FLOOR=0 \
-      bash "$repo/benchmarks/gpu_bench.sh"
-  fi
+  NAME=$name-$n USERS=$users STEP=${STEP:-20} WARMUP=${WARMUP:-5} FLOOR=0 BENCH_ARGS=$replay \
+    bash "$repo/benchmarks/gpu_bench.sh"
   n=$((n + 1))
 done
