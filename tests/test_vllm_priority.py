@@ -34,9 +34,8 @@ PREFETCH_TOKENS = (20_000, 15_001, 15_002)
 """The running prefetch and the two queued ones: each 4 minutes or more of generation on
 this CPU, longer than any stall of the test process (CI has stalled it for 100 s while
 another test's vLLM shared the two cores); max_tokens tells them apart in the log."""
-MAX_MODEL_LEN = "32768"
-"""Room for those prefetches (the CPU build's default is 4,096; the last --max-model-len
-given is the one vLLM takes)."""
+MAX_MODEL_LEN = 32_768
+"""Room for those prefetches (the CPU build's default window is 4,096 tokens)."""
 KEYSTROKE_TOKENS = 4
 LOG_WAIT_S = 120
 
@@ -52,13 +51,8 @@ def one_at_a_time_vllm() -> Iterator[LocalBackend]:
         pytest.skip("vLLM's CPU build is not installed (make test installs it)")
     backend = start_local_vllm(
         startup_timeout_s=900,
-        extra_args=(
-            "--max-num-seqs",
-            "1",
-            "--enable-log-requests",
-            "--max-model-len",
-            MAX_MODEL_LEN,
-        ),
+        max_model_len=MAX_MODEL_LEN,
+        extra_args=("--max-num-seqs", "1", "--enable-log-requests"),
     )
     try:
         yield backend

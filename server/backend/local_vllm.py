@@ -123,13 +123,15 @@ def start_local_vllm(
     *,
     gpu: bool | None = None,
     startup_timeout_s: float = 900,
+    max_model_len: int | None = None,
     extra_args: Sequence[str] = (),
 ) -> LocalBackend:
     """Start vLLM on the GPU if there is one (and vLLM), else the CPU build.
 
     `model_dir` (e.g. HEADSTART_MODEL) is a local folder with real weights; without it the
-    engine runs dummy weights. `extra_args` go to `vllm serve` as they are. Raises
-    RuntimeError with the log's tail if vLLM fails.
+    engine runs dummy weights. `max_model_len` is the model's window in tokens (8,192 on a
+    GPU, 4,096 on the CPU build unless given). `extra_args` go to `vllm serve` as they
+    are. Raises RuntimeError with the log's tail if vLLM fails.
     """
     gpu = has_gpu() if gpu is None else gpu
     port = free_port()
@@ -154,7 +156,7 @@ def start_local_vllm(
             "--scheduling-policy",
             "priority",
             "--max-model-len",
-            "8192",
+            str(max_model_len or 8192),
             "--gpu-memory-utilization",
             "0.5",
             "--host",
@@ -176,7 +178,8 @@ def start_local_vllm(
             folder,
             name,
             "dummy" if dummy else "auto",
-            *(("4096", *extra_args) if extra_args else ()),
+            str(max_model_len or 4096),
+            *extra_args,
         ]
         why = "no GPU" if not gpu else "no vLLM for the GPU in this environment"
         description = f"vLLM's CPU build ({why}), model {name}"
