@@ -41,7 +41,8 @@ async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> Non
     SEMANTIC_LEGEND.token_modifiers = list(ls.legend.token_modifiers)
     client = params.client_info.name if params.client_info else "unknown client"
     ls.client_name = client
-    log.info("headstart %s started for %s", __version__, client)
+    read_by = f", stdin read by {ls.stdin_read_by}" if ls.stdin_read_by else ""
+    log.info("headstart %s started for %s%s", __version__, client, read_by)
 
 
 def initial_options(options: object) -> dict[str, Any]:

@@ -11,10 +11,11 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
+import sys
 import time
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -45,6 +46,7 @@ from server.completion.trees import DocumentTrees
 from server.config import CompletionSettings, SettingsError, load_settings
 from server.features.semantic_tokens.document import DocumentTokens
 from server.features.semantic_tokens.legend import FULL_LEGEND
+from server.lsp import stdio
 from server.lsp.local_backend import LocalBackend
 from server.lsp.logs import configure_logging
 from server.lsp.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
@@ -69,6 +71,8 @@ class HeadstartServer(LanguageServer):
         super().__init__("headstart", __version__, protocol_cls=HeadstartProtocol)
         self.init_options: dict[str, Any] = {}
         self.client_name: str | None = None
+        self.stdin_read_by: str | None = None
+        """How `start_io` reads the client's messages; None over TCP."""
         try:
             self.settings = load_settings()
         except SettingsError as exc:  # a bad HEADSTART_* variable must not stop the server
@@ -145,6 +149,17 @@ class HeadstartServer(LanguageServer):
         await self.latest.cancel_all()
         self.shown.clear()
         await old.aclose()
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls's stdio server, reading a pipe on the event loop (server.lsp.stdio)."""
+        stdin = stdin or sys.stdin.buffer
+        stdout = stdout or sys.stdout.buffer
+        if stdio.readable_on_loop(stdin, stdout):
+            self.stdin_read_by = "the event loop"
+            stdio.start_io(self, stdin, stdout)
+        else:
+            self.stdin_read_by = "pygls's reader thread (stdin is not a pipe)"
+            super().start_io(stdin, stdout)
 
     def report_completion(
         self,
