@@ -22,6 +22,7 @@ from fake_openai import FakeBackend
 from lsprotocol import types
 
 from server.bench.editor_session import EditorSession
+from server.bench.run import report
 from server.bench.stats import (
     histogram_quantile,
     metrics_delta,
@@ -193,7 +194,9 @@ def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:
             "right": True,
             "background": "paused",
             "prompts": "small",
+            "mode": "line",
         },
+        {"outcome": "answered", "ms": 90.0, "cached": False, "mode": "block"},
         {
             "outcome": "answered",
             "ms": 2.0,
@@ -205,14 +208,28 @@ def test_a_step_summary_counts_outcomes_and_splits_the_stream_stage() -> None:
         {"outcome": "answered", "ms": 40.0, "error": "backend unreachable"},
         {"accepted": 12},
     ]
-    summary = summarize(records, lags=[1.0, 2.0], seconds=2.0)
-    assert summary["keys"] == 4 and summary["keysPerS"] == 2.0
-    assert summary["outcomes"] == {"answered": 2, "superseded": 1, "error": 1}
+    summary = summarize(records, lags=[1.0, 2.0], seconds=2.5)
+    assert summary["keys"] == 5 and summary["keysPerS"] == 2.0
+    assert summary["outcomes"] == {"answered": 3, "superseded": 1, "error": 1}
     assert summary["accepted"] == 1 and summary["rightSuggestions"] == 1
-    assert summary["completionCacheHitRatio"] == 0.5
-    assert summary["backgroundPausedShare"] == 0.5  # the server throttled one of two answers
-    assert summary["smallPromptsShare"] == 0.5  # and sent smaller prompts after it
-    assert summary["keystrokeToSuggestionMs"]["p50"] == 2.0
+    assert summary["completionCacheHitRatio"] == 1 / 3
+    assert summary["backgroundPausedShare"] == 1 / 3  # the server throttled one answer
+    assert summary["smallPromptsShare"] == 1 / 3  # and sent smaller prompts after it
+    assert summary["keystrokeToSuggestionMs"]["p50"] == 30.0
+    by_mode = summary["modelRequestsByModeMs"]  # a block waits for its end, a line for its
+    assert {mode: (q["n"], q["p50"]) for mode, q in by_mode.items()} == {
+        "block": (1, 90.0),
+        "line": (1, 30.0),
+    }
+    assert "model requests by mode: block n=1 p50 90.0 p99 90.0, line n=1" in report(
+        {
+            "backend": {"model": "m", "url": "u"},
+            "machine": {"cpus": 2},
+            "stepSeconds": 2.5,
+            "workers": 1,
+            "steps": [{**summary, "users": 1, "vllm": None, "loadAverage": 0.1}],
+        }
+    )
     assert summary["stagesMs"]["stream"]["p50"] == 8.0  # after the first chunk
     assert summary["stagesMs"]["transport"]["p50"] == 5.0
     assert summary["errors"] == ["backend unreachable"]
@@ -263,6 +280,8 @@ def test_bench_runs_load_steps_against_a_backend_and_plots_them(
     stages = results["steps"][0]["stagesMs"]
     assert {"context", "prompt", "first_chunk", "stream", "filters", "transport"} <= set(stages)
     assert sum(step["rightSuggestions"] for step in results["steps"]) > 0
+    modes = {mode for step in results["steps"] for mode in step["modelRequestsByModeMs"]}
+    assert modes and modes <= {"line", "block"}  # the server's reports say which
     assert results["floor"]["prompts"] > 0 and results["floor"]["ttftMs"]["p50"] > 0
     assert "users  keys/s" in finished.stdout and "floor:" in finished.stdout
 

@@ -633,6 +633,8 @@ def report(results: dict[str, Any]) -> str:
             f"{_ms(vllm.get('apiServerCpuMsPerRequest')):>10} "
             f"{_ms(step['driverLagMs']['p99']):>8} {step['loadAverage']:>5.1f}"
         )
+        if step.get("modelRequestsByModeMs"):
+            out.append(_modes_row(step["modelRequestsByModeMs"]))
         if vllm.get("draftAcceptedShare") is not None:
             out.append(
                 f"{'':>5} speculative decoding: {vllm['draftAcceptedShare']:.0%} of "
@@ -670,6 +672,15 @@ def _replay_row(users: int, replay: dict[str, Any]) -> str:
         f"send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "
         + ", ".join(f"{cores:.2f}" if cores is not None else "-" for cores in replay["driverCores"])
     )
+
+
+def _modes_row(modes: dict[str, dict[str, Any]]) -> str:
+    """Model requests by the suggestion's mode, under the step's row."""
+    parts = (
+        f"{mode} n={q['n']} p50 {_ms(q['p50']).strip()} p99 {_ms(q['p99']).strip()}"
+        for mode, q in modes.items()
+    )
+    return f"{'':>5} model requests by mode: " + ", ".join(parts) + " ms"
 
 
 def _replicas_row(replicas: list[dict[str, Any]]) -> str:

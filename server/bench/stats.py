@@ -219,11 +219,22 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
         ),
         "keystrokeToSuggestionMs": quantiles([r["ms"] for r in answered]),
         "modelRequestsMs": quantiles([r["ms"] for r in model]),
+        "modelRequestsByModeMs": by_mode(model),
         "cacheHitsMs": quantiles([r["ms"] for r in cached]),
         "stagesMs": {stage: quantiles(values) for stage, values in stages.items()},
         "driverLagMs": quantiles(lags),
         "errors": errors[:10],
     }
+
+
+def by_mode(model: list[Record]) -> dict[str, dict[str, Any]]:
+    """Model requests' keystroke-to-suggestion by the suggestion's mode (line, block): a
+    block is answered at its end, a line at the line's end, so the two tails differ."""
+    modes: dict[str, list[float]] = defaultdict(list)
+    for record in model:
+        if record.get("mode"):
+            modes[record["mode"]].append(record["ms"])
+    return {mode: quantiles(values) for mode, values in sorted(modes.items())}
 
 
 def keystroke_latencies(records: list[Record]) -> list[float]:

@@ -145,6 +145,7 @@ class SimulatedUser:
             record["timings"] = report.get("timingsMs")
             record["background"] = report.get("background")
             record["prompts"] = report.get("prompts")
+            record["mode"] = report.get("mode")
             if report.get("error"):
                 record["error"] = report["error"]
             if "request" in report:
