@@ -111,6 +111,14 @@ def partial_change(
 
 
 HEADER = re.compile(rb"Content-Length: (\d+)\r\n(?:Content-Type: [^\r\n]+\r\n)?\r\n")
+INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
+"""The least `initialize` params a raw client sends."""
+
+
+def lsp_frame(body: bytes | dict[str, Any]) -> bytes:
+    """A message as it goes over the wire: its Content-Length header, then its JSON."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 
 class RawPipe:
@@ -127,8 +135,7 @@ class RawPipe:
         return cls(proc.stdout, proc.stdin)
 
     def send(self, body: bytes | dict[str, Any]) -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        self.stdin.write(lsp_frame(body))
 
     async def frame(self) -> dict[str, Any]:
         """The next frame; fails on anything on stdout that is not one."""

@@ -8,11 +8,9 @@ from typing import Any
 
 from conftest import fast_settings
 from fake_openai import FakeBackend
-from lsp_helpers import RawPipe, spawned_server
+from lsp_helpers import INITIALIZE, RawPipe, spawned_server
 
 from server.backend.local_vllm import free_port
-
-INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
 
 
 async def request(pipe: RawPipe, msg_id: int, method: str, params: Any) -> dict[str, Any]:

@@ -1,11 +1,10 @@
 """The server reads a pipe on stdin on its event loop (server.lsp.stdio), and anything
-else with pygls's reader thread; either way every message is read whole, and garbage
-between messages is dropped without stopping the server."""
+else with pygls's reader thread. On the loop every message is read whole, however it is
+split or packed, and garbage between messages is dropped without stopping the server."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pty
 import socket
@@ -14,19 +13,16 @@ import tty
 from pathlib import Path
 from typing import Any
 
-from lsp_helpers import RawPipe, spawned_server
+from lsp_helpers import INITIALIZE, RawPipe, lsp_frame, spawned_server
 
 from server.lsp.stdio import DROPPED, LINE_LIMIT, PipeReader, readable_on_loop
-
-INITIALIZE = {"processId": None, "rootUri": None, "capabilities": {}}
 
 
 def frame(msg_id: int | None, method: str, params: Any) -> bytes:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
     if msg_id is not None:
         message["id"] = msg_id
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return lsp_frame(message)
 
 
 def started_line(notifications: list[dict[str, Any]]) -> str:
