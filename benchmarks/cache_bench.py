@@ -17,6 +17,7 @@ when the benchmark ends).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import statistics
@@ -33,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from cache.fingerprint import digest  # noqa: E402
 from cache.index import ProjectIndex  # noqa: E402
 from cache.scan import scan  # noqa: E402
+from server.completion.trees import DocumentTrees  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
 
@@ -78,11 +80,44 @@ def load() -> str:
     return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+def refresh_after_a_key(
+    index: ProjectIndex, workspace: Path, sample: list[str]
+) -> tuple[list[float], list[float]]:
+    """`update_file` for a key typed in an open buffer, as the server refreshes it after a
+    pause in typing (on its event loop, so the next key waits for it): parsing the whole
+    file again, then outlining the tree the server keeps for the open document, re-parsed
+    incrementally (`DocumentTrees`); the two in turns over the same files."""
+    trees = DocumentTrees()
+    whole, kept = [], []
+    for path in sample:
+        text = (workspace / path).read_bytes().decode("utf-8", "replace")
+        uri = f"file:///{path}"
+        trees.tree(uri, text, "python")  # the document opened
+        middle = text.find("\n", len(text) // 2) + 1
+        for typed, times in (("x", whole), ("xy", kept)):
+            edited = text[:middle] + typed + text[middle:]
+            parsed = None
+            if times is kept:
+                parsed = functools.partial(trees.kept, uri, edited)
+            times.append(
+                milliseconds(
+                    lambda p=path, e=edited, t=parsed: index.update_file(
+                        p, e.encode(), persist=False, parsed=t
+                    )
+                )
+            )
+        trees.forget(uri)
+    return whole, kept
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--updates", type=int, default=200)
+    parser.add_argument(
+        "--max-kb", type=int, default=40, help="the largest files sampled for outlines and updates"
+    )
     args = parser.parse_args()
     rng = random.Random(7)
     before = load()
@@ -100,7 +135,9 @@ def main() -> int:
         ]
 
         python = [
-            p for p in paths if p.endswith(".py") and 2_000 <= index.records[p].size <= 40_000
+            p
+            for p in paths
+            if p.endswith(".py") and 2_000 <= index.records[p].size <= args.max_kb * 1_000
         ]
         sample = rng.sample(python, min(args.updates, len(python)))
         parsed = [milliseconds(lambda p=p: index.outline(p)) for p in sample]  # made now
@@ -116,6 +153,7 @@ def main() -> int:
             updates.append(
                 milliseconds(lambda p=path, d=data: index.update_file(p, d, persist=False))
             )
+        refresh_whole, refresh_kept = refresh_after_a_key(index, args.workspace, sample)
         for path in sample:  # the disk wins again
             index.update_file(path)
         created = args.workspace / Path(sample[0]).parent / "_headstart_bench_new.py"
@@ -147,12 +185,18 @@ def main() -> int:
     )
     print(f"related files query ({args.queries} random files, top 20): {spread(related)}")
     print(
-        f"outline() of {len(sample)} Python files of 2-40 KB: made on first use {spread(parsed)}; "
+        f"outline() of {len(sample)} Python files of 2-{args.max_kb} KB: made on first use "
+        f"{spread(parsed)}; "
         f"from the LRU {spread(cached)}; from the store in the next session {spread(stored)}"
     )
     print(
         f"update_file, editor buffer of one of those files (persist=False): {spread(updates)}; "
         f"the first update after start {first_update:.1f} ms (builds the resolver)"
+    )
+    print(
+        f"update_file, one key typed in an open buffer of one of those files: parsing it "
+        f"again {spread(refresh_whole)}; outlining the open document's kept tree "
+        f"{spread(refresh_kept)}"
     )
     print(
         f"update_file, a new file on disk {create_ms:.1f} ms (the first one builds the import "

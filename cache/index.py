@@ -29,6 +29,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tree_sitter import Tree
+
 from cache import memory
 from cache.fingerprint import digest
 from cache.graph import DependencyGraph
@@ -281,12 +283,21 @@ class ProjectIndex:
             return relative
         return None
 
-    def update_file(self, path: str, data: bytes | None = None, *, persist: bool = True) -> bool:
+    def update_file(
+        self,
+        path: str,
+        data: bytes | None = None,
+        *,
+        persist: bool = True,
+        parsed: Callable[[str], Tree | None] | None = None,
+    ) -> bool:
         """Index one file again, given its relative path: from disk (`data` None; a file
         missing on disk is removed), or from the editor's unsaved buffer `data`, which wins
         over disk until the next update from disk. With `persist` False nothing about it is
         saved; a buffer is saved only when it equals the disk's contents. A file the scan
         rules leave out (ignored, too large, binary, ...) is dropped from the index.
+        `parsed(language)`, for an open document, is the editor's tree of these very bytes
+        (or None): outlining it spares a whole parse of the file.
 
         Re-outlines it, re-resolves its imports, and re-resolves the files whose imports may
         now resolve differently. Returns whether its outline or dependencies changed (True
@@ -313,7 +324,7 @@ class ProjectIndex:
         if old is not None and (old.digest, old.language) == (fingerprint, language):
             return self._same_contents(path, old, size, mtime_ns, saves)
 
-        outline = self._outline_of(data, language)
+        outline = self._outline_of(data, language, parsed)
         if language == "python":
             imports, package = python_imports(data), ""
         else:
@@ -509,12 +520,18 @@ class ProjectIndex:
 
     # ------------------------------------------------------------------ outlines
 
-    def _outline_of(self, data: bytes, language: str | None) -> Outline | None:
-        """The outline of `data`: here for a trusted grammar, else in a worker process."""
+    def _outline_of(
+        self,
+        data: bytes,
+        language: str | None,
+        parsed: Callable[[str], Tree | None] | None = None,
+    ) -> Outline | None:
+        """The outline of `data`: here for a trusted grammar (from the editor's tree where
+        `parsed` has one), else in a worker process."""
         if language is None:
             return None
         if trusted(language):
-            return parse_outline(data, language)
+            return parse_outline(data, language, parsed(language) if parsed else None)
         with self._outline_lock:  # one worker process, whichever thread asks
             for _ in range(2):  # a worker that died (of an earlier file) is started again once
                 if self._closed:

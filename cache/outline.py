@@ -84,25 +84,29 @@ def runs_grammar(language: str) -> bool:
     return language in _EXTRACTORS or bool(_generic_kind_ids(language))
 
 
-def parse_outline(source: bytes, language: str) -> Outline | None:
+def parse_outline(source: bytes, language: str, tree: Tree | None = None) -> Outline | None:
     """The definitions and imports of one file; None if there is no usable grammar for it.
 
     Never raises for a supported language: syntax errors are normal in files being edited,
     and tree-sitter outlines whatever parses around them. A file with NUL bytes, or one
     whose parse runs past PARSE_BUDGET_S, or that looks binary gets an empty outline.
+    `tree`, where one is kept, is a parse of exactly `source` in `language` (an open
+    document's, re-parsed incrementally as it is edited): it spares a whole parse.
     """
     grammar = _language(language)
     if grammar is None:
         return None
     if not runs_grammar(language):
         return Outline(language=language)
-    data = source[len(_UTF8_BOM) :] if source.startswith(_UTF8_BOM) else source
+    bom = source.startswith(_UTF8_BOM)
+    data = source[len(_UTF8_BOM) :] if bom else source
     if _looks_binary(data):
         return Outline(language=language)
-    parser = _parsers.by_language.get(language)
-    if parser is None:
-        parser = _parsers.by_language[language] = Parser(grammar)
-    tree = _parse(parser, data)
+    if tree is None or bom:  # a tree of the bytes with a BOM has its offsets shifted
+        parser = _parsers.by_language.get(language)
+        if parser is None:
+            parser = _parsers.by_language[language] = Parser(grammar)
+        tree = _parse(parser, data)
     if tree is None:
         _log.info(
             "gave up parsing a %s file of %d bytes after %.1f s",

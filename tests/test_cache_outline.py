@@ -11,7 +11,8 @@ from textwrap import dedent
 from typing import get_args
 
 import pytest
-from tree_sitter_language_pack import SupportedLanguage
+from tree_sitter import Parser
+from tree_sitter_language_pack import SupportedLanguage, get_language
 
 from cache.model import Definition, ImportRef, Outline
 from cache.outline import MAX_DOC_LINES, MAX_SIGNATURE_CHARS, parse_outline, supported
@@ -876,6 +877,26 @@ def test_invalid_utf8_and_a_byte_order_mark() -> None:
     function, variable = result.definitions
     assert (function.name, function.doc, function.start_line) == ("f", "Caf\ufffd.", 0)
     assert (variable.signature, variable.start_line) == ("X\ufffd = 1", 2)
+
+
+def test_a_tree_given_is_outlined_without_a_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An open document's tree (kept and re-parsed incrementally by the server) spares the
+    whole parse that a refresh after each pause in typing would cost."""
+    source = (SAMPLE / "models.py").read_bytes()
+    tree = Parser(get_language("python")).parse(source)
+    expected = parse_outline(source, "python")
+    monkeypatch.setattr("cache.outline._parse", lambda *_: pytest.fail("parsed again"))
+    assert parse_outline(source, "python", tree) == expected
+
+
+def test_a_tree_of_bytes_with_a_byte_order_mark_is_not_used() -> None:
+    """The outline reads the bytes after the mark; a tree of the whole buffer has every
+    offset three bytes on, so the file is parsed again."""
+    source = b"\xef\xbb\xbfdef first():\n    pass\n\nVALUE = 1\n"
+    tree = Parser(get_language("python")).parse(source)
+    result = parse_outline(source, "python", tree)
+    assert result == parse_outline(source, "python")
+    assert result is not None and [d.name for d in result.definitions] == ["first", "VALUE"]
 
 
 def test_outlining_from_many_threads_gives_the_same_outlines() -> None:

@@ -87,6 +87,22 @@ async def test_an_unsaved_buffer_wins_until_it_is_closed(
     assert "inventory/stock.py" not in line
 
 
+async def test_an_open_document_is_outlined_from_its_kept_tree(
+    editor: LanguageClient, workspace: Path
+) -> None:
+    """The refresh after a pause in typing runs on the event loop, before the next key:
+    it outlines the tree the server keeps for the document (re-parsed incrementally),
+    not a whole new parse of the file."""
+    path = workspace / PRICING
+    uri = open_document(editor, path)
+    edit(editor, uri, 2, "from inventory.stock import Warehouse\n" + path.read_text())
+
+    await wait_for_log(editor, f"cache: {PRICING} updated from the unsaved buffer")
+    line = next(ln for ln in logs(editor).splitlines() if "unsaved buffer" in ln)
+    assert "outlined from the open document's tree" in line
+    assert "inventory/stock.py" in line
+
+
 async def test_typing_is_debounced(editor: LanguageClient, workspace: Path) -> None:
     path = workspace / PRICING
     text = path.read_text()

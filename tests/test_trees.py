@@ -80,3 +80,18 @@ def test_the_current_tree_is_handed_out_only_for_the_text_it_was_parsed_from() -
     assert trees.current("file:///b.py", SOURCE, "python") is None
     trees.forget("file:///a.py")
     assert trees.current("file:///a.py", SOURCE, "python") is None
+
+
+def test_kept_reparses_only_a_tree_kept_in_that_language() -> None:
+    """The project cache asks by the file's name: it reads the editor's tree where the
+    languages agree, and never starts keeping one or swaps its language."""
+    trees = DocumentTrees()
+    assert trees.kept("file:///a.py", SOURCE, "python") is None
+    assert "file:///a.py" not in trees
+    trees.tree("file:///a.py", SOURCE, "python")
+    edited = SOURCE + "y = 2\n"
+    tree = trees.kept("file:///a.py", edited, "python")
+    assert tree is not None and tree.root_node.end_byte == len(edited.encode())
+    assert trees.current("file:///a.py", edited, "python") is tree
+    assert trees.kept("file:///a.py", edited, "javascript") is None
+    assert trees.current("file:///a.py", edited, "python") is tree

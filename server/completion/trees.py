@@ -61,6 +61,15 @@ class DocumentTrees:
             self._parsed[uri] = _Parsed(language, source, tree, text)
             return tree
 
+    def kept(self, uri: str, text: str, language: str) -> Tree | None:
+        """`tree`, for a document whose tree is kept in `language`; else None, so that a
+        caller reading in another language (the project cache goes by the file's name, the
+        editor by its language id) neither starts keeping a tree nor replaces one."""
+        old = self._parsed.get(uri)
+        if old is None or old.language != language:
+            return None
+        return self.tree(uri, text, language)
+
     def current(self, uri: str, text: str, language: str | None) -> Tree | None:
         """The tree of `text` if it is the one held, else None: never parses, so a
         completion request can take it when it is there (the document is unchanged since
@@ -74,6 +83,10 @@ class DocumentTrees:
         self._parsed.pop(uri, None)
         with self._guard:
             self._locks.pop(uri, None)
+
+    def __contains__(self, uri: str) -> bool:
+        """Whether a tree of this document is kept."""
+        return uri in self._parsed
 
     def __len__(self) -> int:
         """Documents with a tree kept."""

@@ -132,18 +132,21 @@ async def pull_configuration(ls: HeadstartServer) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> None:
-    path = uri_to_path(params.text_document.uri)
+    uri = params.text_document.uri
+    parsed = ls.parse_opened(uri)  # first: the project cache outlines this tree
+    path = uri_to_path(uri)
     if path is not None:
-        ls.sync.opened(path, params.text_document.text)
-    ls.parse_opened(params.text_document.uri)
+        ls.sync.opened(path, params.text_document.text, uri if parsed else None)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: HeadstartServer, params: types.DidChangeTextDocumentParams) -> None:
-    path = uri_to_path(params.text_document.uri)
-    document = ls.workspace.text_documents.get(unquote(params.text_document.uri))
+    uri = params.text_document.uri
+    path = uri_to_path(uri)
+    document = ls.workspace.text_documents.get(unquote(uri))
     if path is not None and document is not None:
-        ls.sync.changed(path, document.source)
+        parsed = document.uri in ls.trees  # kept since it opened (not too large, not private)
+        ls.sync.changed(path, document.source, document.uri if parsed else None)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))

@@ -101,12 +101,12 @@ class HeadstartServer(LanguageServer):
         """Per open document, why it must stay out of prompts (None: it may go)."""
         self.shutdown_requested = False
         self.project = ProjectCache()
-        self.sync = WorkspaceSync(self.project)
+        self.trees = DocumentTrees()
+        self.sync = WorkspaceSync(self.project, trees=self.trees)
         self._indexing: asyncio.Task[None] | None = None
         self._probe: asyncio.Task[None] | None = None
         self.internals_log: asyncio.Task[None] | None = None
         """Logs the server's internals every `log.statsIntervalS` seconds."""
-        self.trees = DocumentTrees()
         self.semantic_tokens = DocumentTokens(self.trees)
         self.legend = FULL_LEGEND
 
@@ -343,19 +343,21 @@ class HeadstartServer(LanguageServer):
             tree=self.trees.current(document.uri, document.source, language),
         )
 
-    def parse_opened(self, uri: str) -> None:
+    def parse_opened(self, uri: str) -> bool:
         """Parse a document as it opens, beside the cache queue's preparing: until its first
         edit, a completion anywhere in it reads this tree instead of parsing its window
-        (`DocumentTrees.current`); semantic tokens and code actions keep it current."""
+        (`DocumentTrees.current`); semantic tokens, code actions and the project cache's
+        outline of it keep it current. Whether a tree is kept."""
         document = self.workspace.text_documents.get(unquote(uri))
         if document is None or self.unsuitable(document):
-            return
+            return False
         path = uri_to_path(uri)
         language = from_language_id(document.language_id or "")
         if language is None and path is not None:
             language = language_for(PurePosixPath(path.name))
-        if language is not None:
-            self.trees.tree(document.uri, document.source, language)
+        if language is None:
+            return False
+        return self.trees.tree(document.uri, document.source, language) is not None
 
     def private_reason(self, uri: str) -> str | None:
         """Why the document must never reach the model (server.workspace.privacy)."""

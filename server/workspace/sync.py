@@ -9,15 +9,24 @@ debounced, so typing re-parses a file at most every `debounce_s`.
 
 Events that arrive while the start-up index is being built are held and applied once it
 is ready: the index is only ever touched from the event loop after that.
+
+A refresh runs on the event loop, so a keystroke that comes meanwhile waits for it. An open
+document's outline is therefore made from its tree in `DocumentTrees`, re-parsed
+incrementally (~1 ms after a key on a 100 KB file), not from a whole parse (~10 ms).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from tree_sitter import Tree
+
 from cache.index import ProjectIndex
+from server.completion.trees import DocumentTrees
 from server.workspace.project import ProjectCache
 
 log = logging.getLogger(__name__)
@@ -27,27 +36,44 @@ DEBOUNCE_S = 0.3
 
 
 class WorkspaceSync:
-    def __init__(self, project: ProjectCache, debounce_s: float = DEBOUNCE_S) -> None:
+    def __init__(
+        self,
+        project: ProjectCache,
+        debounce_s: float = DEBOUNCE_S,
+        trees: DocumentTrees | None = None,
+    ) -> None:
         self.project = project
         self.debounce_s = debounce_s
         self.buffers = project.buffers
+        self.trees = trees
+        self._uris: dict[Path, str] = {}
+        """The document URI of each buffer whose tree `trees` may keep."""
         self._timers: dict[Path, asyncio.TimerHandle] = {}
         self._held: set[Path] = set()
         self._waiting: asyncio.Task[None] | None = None
         self._gone_roots: set[Path] = set()
 
-    def opened(self, path: Path, text: str) -> None:
-        self.buffers[path] = text
+    def opened(self, path: Path, text: str, uri: str | None = None) -> None:
+        """A buffer opened; `uri` where its tree may be kept in `trees` (None for a
+        document too large or private to parse)."""
+        self._buffer(path, text, uri)
         self._stale(path)
         self.project.activate(path, prepare=True)
 
-    def changed(self, path: Path, text: str) -> None:
-        self.buffers[path] = text
+    def changed(self, path: Path, text: str, uri: str | None = None) -> None:
+        self._buffer(path, text, uri)
         timer = self._timers.pop(path, None)
         if timer is not None:
             timer.cancel()
         loop = asyncio.get_running_loop()
         self._timers[path] = loop.call_later(self.debounce_s, self._stale, path)
+
+    def _buffer(self, path: Path, text: str, uri: str | None) -> None:
+        self.buffers[path] = text
+        if uri is None:
+            self._uris.pop(path, None)
+        else:
+            self._uris[path] = uri
 
     def saved(self, path: Path) -> None:
         self._stale(path)
@@ -55,6 +81,7 @@ class WorkspaceSync:
     def closed(self, path: Path) -> None:
         """The buffer is gone: the disk decides again (unsaved edits are dropped)."""
         self.buffers.pop(path, None)
+        self._uris.pop(path, None)
         self._stale(path)
         place = self.project.locate(path)
         if place is not None:
@@ -128,20 +155,30 @@ class WorkspaceSync:
             self._forget(index, relative)  # the scan rules exclude it (ignored, too big, ...)
             return
         buffer = self.buffers.get(path)
+        started = time.perf_counter()
+        tree = _TreeOf(self.trees, self._uris.get(path), buffer)
         if buffer is None:
             changed = index.update_file(relative)  # gone from the disk: removed
             source = "disk"
         else:
             data = buffer.encode("utf-8", "surrogatepass")
             persist = _same_as_disk(path, data)
-            changed = index.update_file(relative, None if persist else data, persist=persist)
+            changed = index.update_file(
+                relative, None if persist else data, persist=persist, parsed=tree
+            )
             source = "disk" if persist else "unsaved buffer"
         record = index.records.get(relative)
         if changed and record is None:
             log.debug("cache: %s removed", relative)
         elif changed and record is not None:
-            imports = ", ".join(record.depends_on) or "none in the project"
-            log.debug("cache: %s updated from the %s; imports: %s", relative, source, imports)
+            log.debug(
+                "cache: %s updated from the %s; imports: %s (%.1f ms%s)",
+                relative,
+                source,
+                ", ".join(record.depends_on) or "none in the project",
+                (time.perf_counter() - started) * 1000,
+                ", outlined from the open document's tree" if tree.used else "",
+            )
 
     def _refresh_folder(self, index: ProjectIndex, folder: str) -> None:
         prefix = folder.rstrip("/") + "/"
@@ -159,3 +196,21 @@ def _same_as_disk(path: Path, data: bytes) -> bool:
         return path.stat().st_size == len(data) and path.read_bytes() == data
     except OSError:
         return False
+
+
+@dataclass
+class _TreeOf:
+    """For the index: the open document's tree of `buffer` in a language, where `trees`
+    keeps one (the same bytes when the buffer is saved: `_same_as_disk` compared them)."""
+
+    trees: DocumentTrees | None
+    uri: str | None
+    buffer: str | None
+    used: bool = False
+
+    def __call__(self, language: str) -> Tree | None:
+        if self.trees is None or self.uri is None or self.buffer is None:
+            return None
+        tree = self.trees.kept(self.uri, self.buffer, language)
+        self.used = tree is not None
+        return tree
