@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tree_sitter import Tree
 
 import cache.index
 from cache.index import ProjectIndex
@@ -360,9 +361,9 @@ def outlines_parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The languages of the outlines made from now on, one entry per file parsed."""
     parsed: list[str] = []
 
-    def counting(data: bytes, language: str) -> Outline | None:
+    def counting(data: bytes, language: str, tree: Tree | None = None) -> Outline | None:
         parsed.append(language)
-        return parse_outline(data, language)
+        return parse_outline(data, language, tree)
 
     monkeypatch.setattr(cache.index, "parse_outline", counting)
     return parsed
