@@ -88,24 +88,18 @@ def refresh_after_a_key(
     file again, then outlining the tree the server keeps for the open document, re-parsed
     incrementally (`DocumentTrees`); the two in turns over the same files."""
     trees = DocumentTrees()
+    update = functools.partial(index.update_file, persist=False)
     whole, kept = [], []
     for path in sample:
         text = (workspace / path).read_bytes().decode("utf-8", "replace")
         uri = f"file:///{path}"
         trees.tree(uri, text, "python")  # the document opened
         middle = text.find("\n", len(text) // 2) + 1
-        for typed, times in (("x", whole), ("xy", kept)):
-            edited = text[:middle] + typed + text[middle:]
-            parsed = None
-            if times is kept:
-                parsed = functools.partial(trees.kept, uri, edited)
-            times.append(
-                milliseconds(
-                    lambda p=path, e=edited, t=parsed: index.update_file(
-                        p, e.encode(), persist=False, parsed=t
-                    )
-                )
-            )
+        typed = text[:middle] + "x" + text[middle:]
+        whole.append(milliseconds(functools.partial(update, path, typed.encode())))
+        typed = text[:middle] + "xy" + text[middle:]  # another key: the index sees a change
+        tree = functools.partial(trees.kept, uri, typed)
+        kept.append(milliseconds(functools.partial(update, path, typed.encode(), parsed=tree)))
         trees.forget(uri)
     return whole, kept
 

@@ -84,10 +84,6 @@ class DocumentTrees:
         with self._guard:
             self._locks.pop(uri, None)
 
-    def __contains__(self, uri: str) -> bool:
-        """Whether a tree of this document is kept."""
-        return uri in self._parsed
-
     def __len__(self) -> int:
         """Documents with a tree kept."""
         return len(self._parsed)

@@ -133,10 +133,10 @@ async def pull_configuration(ls: HeadstartServer) -> None:
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
-    parsed = ls.parse_opened(uri)  # first: the project cache outlines this tree
+    ls.parse_opened(uri)  # first: the project cache outlines this tree
     path = uri_to_path(uri)
     if path is not None:
-        ls.sync.opened(path, params.text_document.text, uri if parsed else None)
+        ls.sync.opened(path, params.text_document.text, uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -145,8 +145,7 @@ def did_change(ls: HeadstartServer, params: types.DidChangeTextDocumentParams) -
     path = uri_to_path(uri)
     document = ls.workspace.text_documents.get(unquote(uri))
     if path is not None and document is not None:
-        parsed = document.uri in ls.trees  # kept since it opened (not too large, not private)
-        ls.sync.changed(path, document.source, document.uri if parsed else None)
+        ls.sync.changed(path, document.source, document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))

@@ -343,21 +343,20 @@ class HeadstartServer(LanguageServer):
             tree=self.trees.current(document.uri, document.source, language),
         )
 
-    def parse_opened(self, uri: str) -> bool:
+    def parse_opened(self, uri: str) -> None:
         """Parse a document as it opens, beside the cache queue's preparing: until its first
         edit, a completion anywhere in it reads this tree instead of parsing its window
         (`DocumentTrees.current`); semantic tokens, code actions and the project cache's
-        outline of it keep it current. Whether a tree is kept."""
+        outline of it keep it current."""
         document = self.workspace.text_documents.get(unquote(uri))
         if document is None or self.unsuitable(document):
-            return False
+            return
         path = uri_to_path(uri)
         language = from_language_id(document.language_id or "")
         if language is None and path is not None:
             language = language_for(PurePosixPath(path.name))
-        if language is None:
-            return False
-        return self.trees.tree(document.uri, document.source, language) is not None
+        if language is not None:
+            self.trees.tree(document.uri, document.source, language)
 
     def private_reason(self, uri: str) -> str | None:
         """Why the document must never reach the model (server.workspace.privacy)."""

@@ -47,33 +47,27 @@ class WorkspaceSync:
         self.buffers = project.buffers
         self.trees = trees
         self._uris: dict[Path, str] = {}
-        """The document URI of each buffer whose tree `trees` may keep."""
+        """Each open buffer's document URI: its tree in `trees`, if one is kept (a
+        document too large or private to parse has none), goes by it."""
         self._timers: dict[Path, asyncio.TimerHandle] = {}
         self._held: set[Path] = set()
         self._waiting: asyncio.Task[None] | None = None
         self._gone_roots: set[Path] = set()
 
-    def opened(self, path: Path, text: str, uri: str | None = None) -> None:
-        """A buffer opened; `uri` where its tree may be kept in `trees` (None for a
-        document too large or private to parse)."""
-        self._buffer(path, text, uri)
+    def opened(self, path: Path, text: str, uri: str) -> None:
+        self.buffers[path] = text
+        self._uris[path] = uri
         self._stale(path)
         self.project.activate(path, prepare=True)
 
-    def changed(self, path: Path, text: str, uri: str | None = None) -> None:
-        self._buffer(path, text, uri)
+    def changed(self, path: Path, text: str, uri: str) -> None:
+        self.buffers[path] = text
+        self._uris[path] = uri
         timer = self._timers.pop(path, None)
         if timer is not None:
             timer.cancel()
         loop = asyncio.get_running_loop()
         self._timers[path] = loop.call_later(self.debounce_s, self._stale, path)
-
-    def _buffer(self, path: Path, text: str, uri: str | None) -> None:
-        self.buffers[path] = text
-        if uri is None:
-            self._uris.pop(path, None)
-        else:
-            self._uris[path] = uri
 
     def saved(self, path: Path) -> None:
         self._stale(path)
