@@ -280,6 +280,19 @@ class CompletionSettings(_Section):
         description="Most the current file's import statements may take when the prefix "
         "is cut below them (a long file), out of the prefix's room; 0 turns them off.",
     )
+    prompt_layout: Literal["cursor", "lineStart"] = Field(
+        "cursor",
+        description="Where the fill-in-the-middle hole starts: at the cursor, or at the start "
+        "of the cursor's line, the typed part of the line then coming after the middle "
+        "marker, so every key typed on a line shares the prompt up to it (Qwen, StarCoder2 "
+        "and DeepSeek templates; Codestral's already ends with the typed part).",
+    )
+    token_healing: bool = Field(
+        False,
+        description="With `promptLayout` lineStart, back off the typed part's last token and "
+        "make the model's answer start with its characters (vLLM structured outputs), so "
+        "a word typed halfway is not forced to end at a token boundary.",
+    )
 
     @field_validator("tokenizer")
     @classmethod

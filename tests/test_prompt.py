@@ -118,6 +118,77 @@ def test_typing_at_the_cursor_keeps_everything_before_it(family: str) -> None:
     assert before.index(SNIPPETS[0][0]) < before.index(SNIPPETS[1][0])
 
 
+ABOVE, TYPED = PREFIX.rsplit("\n", 1)[0] + "\n", "    return "
+"""PREFIX cut at its last line's start: the lines above, and the typed part of the line."""
+
+LINE_START = {
+    "qwen": f"<|repo_name|>demo\n<|file_sep|>pkg/app.py\n<|fim_prefix|>{ABOVE}"
+    f"<|fim_suffix|>{SUFFIX}<|fim_middle|>{TYPED}",
+    "starcoder2": f"<repo_name>demo<file_sep><fim_prefix>pkg/app.py\n{ABOVE}"
+    f"<fim_suffix>{SUFFIX}<fim_middle>{TYPED}",
+    "deepseek": f"{BEGIN}{CURRENT}{ABOVE}{HOLE}{SUFFIX}{END}{TYPED}",
+    "codellama": WITHOUT_SNIPPETS["codellama"],  # text after <MID> would get a space
+    "codestral": WITHOUT_SNIPPETS["codestral"],  # ends with the typed part either way
+}
+"""The "lineStart" layout: the typed part of the cursor's line after the middle marker."""
+
+
+@pytest.mark.parametrize("family", sorted(LINE_START))
+def test_golden_line_start_prompt(family: str) -> None:
+    prompt = TEMPLATES[family].prompt(
+        repo_name="demo", file_path="pkg/app.py", prefix=PREFIX, suffix=SUFFIX, layout="lineStart"
+    )
+    assert prompt.text == LINE_START[family]
+    moved = TEMPLATES[family].line_start
+    assert (prompt.prefix, prompt.middle) == ((ABOVE, TYPED) if moved else (PREFIX, ""))
+    assert prompt.suffix == SUFFIX
+
+
+@pytest.mark.parametrize("family", sorted(TEMPLATES))
+@pytest.mark.parametrize("typed", ["", "    ", "\t  "])
+def test_a_typed_part_of_white_space_stays_in_the_prefix(family: str, typed: str) -> None:
+    """Nothing goes after the middle marker: the prompt is the cursor layout's."""
+    prefix = ABOVE + typed
+    prompts = [
+        TEMPLATES[family].prompt(
+            repo_name="demo", file_path="pkg/app.py", prefix=prefix, suffix=SUFFIX, layout=layout
+        )
+        for layout in ("cursor", "lineStart")
+    ]
+    assert prompts[0] == prompts[1]
+    assert (prompts[1].prefix, prompts[1].middle) == (prefix, "")
+
+
+@pytest.mark.parametrize("family", sorted(TEMPLATES))
+def test_keys_typed_on_a_line_share_the_prompt_to_the_middle_marker(family: str) -> None:
+    """With "lineStart", the next key's prompt starts with this key's whole prompt (where
+    the template moves the typed part): the backend computes only the new characters."""
+    template = TEMPLATES[family]
+    before, after = (
+        template.prompt(
+            repo_name="demo",
+            snippets=SNIPPETS,
+            file_path="pkg/app.py",
+            prefix=prefix,
+            suffix=SUFFIX,
+            layout="lineStart",
+        ).text
+        for prefix in (PREFIX, PREFIX + "tot")
+    )
+    shares = template.line_start or family == "codestral"
+    assert after.startswith(before) == shares
+    if shares:
+        assert after[len(before) :] == "tot"
+
+
+def test_a_line_typed_at_the_files_start_is_all_middle() -> None:
+    prompt = TEMPLATES["qwen"].prompt(
+        repo_name="demo", file_path="a.py", prefix="import o", suffix="\n", layout="lineStart"
+    )
+    assert prompt.text.endswith("<|fim_prefix|><|fim_suffix|>\n<|fim_middle|>import o")
+    assert (prompt.prefix, prompt.middle) == ("", "import o")
+
+
 @pytest.mark.parametrize("family", sorted(TEMPLATES))
 def test_each_template_has_at_most_four_stop_strings(family: str) -> None:
     template = TEMPLATES[family]

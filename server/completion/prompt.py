@@ -17,6 +17,17 @@ Families, each checked against the model's published prompt format and special t
 - "codellama": Code Llama infilling (`<PRE> {prefix} <SUF>{suffix} <MID>`), other files as
   path comments at the start of the prefix.
 - "codestral": Codestral (`[SUFFIX]{suffix}[PREFIX]{prefix}`), other files likewise.
+
+Two layouts of the current file (`completion.promptLayout`). "cursor": the prefix is all
+the text before the cursor. "lineStart": the hole starts at the cursor line's start, so
+the prefix ends with the lines above, the suffix is the rest of the line and the lines
+below, and the part of the line typed so far (the middle) comes after the middle marker,
+where the model's answer continues it, as llama.cpp's `/infill` lays out its `prompt`:
+every key typed on a line then shares the prompt up to the middle marker, and the backend
+computes the few typed tokens again instead of the whole suffix. Qwen, StarCoder2 and
+DeepSeek take it. Codestral's prompt ends with the prefix anyway, so the typed part is
+already last. Code Llama's SentencePiece tokenizer puts a space before text that follows
+` <MID>`, so its prompts keep the typed part in the prefix.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from server.completion.token_count import TokenCounter
 
@@ -42,6 +54,24 @@ class FimPrompt:
     suffix: str
     stop: tuple[str, ...]
     stop_token_ids: tuple[int, ...]
+    middle: str = ""
+    """The typed part of the cursor's line, at the end of `text` after the middle marker
+    ("lineStart"); `prefix` then ends at the line's start. The answer continues it."""
+
+
+PromptLayout = Literal["cursor", "lineStart"]
+"""`completion.promptLayout`: where the fill-in-the-middle hole starts."""
+
+
+def split_at_line_start(prefix: str) -> tuple[str, str]:
+    """`prefix` as (the text up to the cursor line's start, the typed part of the line).
+    A typed part of white space alone stays in the prefix: after the middle marker it
+    would be a token the model has to continue mid-indentation, for no gain."""
+    start = prefix.rfind("\n") + 1
+    typed = prefix[start:]
+    if not typed.strip():
+        return prefix, ""
+    return prefix[:start], typed
 
 
 def _with_newline(text: str) -> str:
@@ -90,17 +120,19 @@ def _starcoder2_snippet(path: str, text: str) -> str:
     return f"<file_sep>{path}\n{_with_newline(text)}"
 
 
-def _qwen(repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str) -> str:
+def _qwen(
+    repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str, middle: str
+) -> str:
     # Format of QwenLM/Qwen2.5-Coder examples/Qwen2.5-Coder-repolevel-fim.py.
     files = "".join(_qwen_snippet(path, text) for path, text in snippets)
     return (
         f"<|repo_name|>{repo_name}\n{files}<|file_sep|>{file_path}\n"
-        f"<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
+        f"<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>{middle}"
     )
 
 
 def _starcoder2(
-    repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str
+    repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str, middle: str
 ) -> str:
     # StarCoder2 paper (arXiv 2402.19173, section 5.1): "<repo_name>reponame<file_sep>
     # filepath0\ncode0<file_sep><fim_prefix>filepath1\ncode1_pre<fim_suffix>code1_suf
@@ -108,7 +140,7 @@ def _starcoder2(
     files = "".join(_starcoder2_snippet(path, text) for path, text in snippets)
     return (
         f"<repo_name>{repo_name}{files}<file_sep><fim_prefix>{file_path}\n"
-        f"{prefix}<fim_suffix>{suffix}<fim_middle>"
+        f"{prefix}<fim_suffix>{suffix}<fim_middle>{middle}"
     )
 
 
@@ -123,30 +155,38 @@ _DS_END = _deepseek_token("fim▁end")
 _DS_EOS = _deepseek_token("end▁of▁sentence")
 
 
-def _deepseek(repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str) -> str:
+def _deepseek(
+    repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str, middle: str
+) -> str:
     # deepseek-ai/DeepSeek-Coder README: code insertion "<|fim▁begin|>…<|fim▁hole|>…
     # <|fim▁end|>" (fullwidth bars); repository-level completion puts "# path" before
     # each file.
     files = _files_as_comments(snippets, file_path)
-    return f"{_DS_BEGIN}{files}{prefix}{_DS_HOLE}{suffix}{_DS_END}"
+    return f"{_DS_BEGIN}{files}{prefix}{_DS_HOLE}{suffix}{_DS_END}{middle}"
 
 
-def _codellama(repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str) -> str:
+def _codellama(
+    repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str, middle: str
+) -> str:
     # Code Llama paper (arXiv 2308.12950) and meta-llama/codellama generation.py: prefix,
-    # suffix, middle sentinels ▁<PRE> ▁<SUF> ▁<MID>, the answer ends with ▁<EOT>.
+    # suffix, middle sentinels ▁<PRE> ▁<SUF> ▁<MID>, the answer ends with ▁<EOT>. Text
+    # after ▁<MID> would get SentencePiece's leading space, so a middle stays in the prefix.
     files = _files_as_comments(snippets, file_path) if snippets else ""
-    return f"<PRE> {files}{prefix} <SUF>{suffix} <MID>"
+    return f"<PRE> {files}{prefix}{middle} <SUF>{suffix} <MID>"
 
 
-def _codestral(repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str) -> str:
+def _codestral(
+    repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str, middle: str
+) -> str:
     # mistral-common's FIM encoding for Codestral: <s>[SUFFIX]suffix[PREFIX]prefix (the
     # server's tokenizer adds <s>). The suffix comes first, so it must stay stable while
     # the user types at the cursor; it does, as the text after the cursor does not change.
+    # The typed part of the line ends the prompt in either layout.
     files = _files_as_comments(snippets, file_path) if snippets else ""
-    return f"[SUFFIX]{suffix}[PREFIX]{files}{prefix}"
+    return f"[SUFFIX]{suffix}[PREFIX]{files}{prefix}{middle}"
 
 
-Render = Callable[[str, Snippets, str, str, str], str]
+Render = Callable[[str, Snippets, str, str, str, str], str]
 
 
 def _broken(match: re.Match[str]) -> str:
@@ -169,6 +209,9 @@ class PromptTemplate:
     stop_token_ids: tuple[int, ...] = ()
     """Ids of `stop_tokens` (vLLM drops special tokens from streamed text, so stop strings
     alone never see them): known defaults until `with_tokenizer` derives them."""
+    line_start: bool = False
+    """Whether the "lineStart" layout puts the typed part after the middle marker; where
+    False, its prompts are the "cursor" layout's."""
     _markers: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -189,8 +232,14 @@ class PromptTemplate:
         return self._markers.sub(_broken, text)
 
     def _defused(
-        self, repo_name: str, snippets: Snippets, file_path: str, prefix: str, suffix: str
-    ) -> tuple[str, Snippets, str, str, str]:
+        self,
+        repo_name: str,
+        snippets: Snippets,
+        file_path: str,
+        prefix: str,
+        suffix: str,
+        middle: str,
+    ) -> tuple[str, Snippets, str, str, str, str]:
         clean = self.defuse
         return (
             clean(repo_name),
@@ -198,6 +247,7 @@ class PromptTemplate:
             clean(file_path),
             clean(prefix),
             clean(suffix),
+            clean(middle),
         )
 
     def render(
@@ -208,9 +258,13 @@ class PromptTemplate:
         file_path: str,
         prefix: str,
         suffix: str,
+        middle: str = "",
     ) -> str:
-        """The prompt text: header, snippets in the order given, then the current file."""
-        return self.render_fn(*self._defused(repo_name, snippets, file_path, prefix, suffix))
+        """The prompt text: header, snippets in the order given, then the current file,
+        with `middle` (the typed part of the line, "lineStart") after the middle marker."""
+        return self.render_fn(
+            *self._defused(repo_name, snippets, file_path, prefix, suffix, middle)
+        )
 
     def snippet(self, path: str, text: str) -> str:
         """The exact text one snippet adds to `render`'s output (for its token cost).
@@ -229,16 +283,22 @@ class PromptTemplate:
         file_path: str,
         prefix: str,
         suffix: str,
+        layout: PromptLayout = "cursor",
     ) -> FimPrompt:
-        """The rendered prompt with this template's stop strings and ids."""
+        """The rendered prompt with this template's stop strings and ids; `prefix` is all
+        the text before the cursor, which "lineStart" splits at the line's start."""
+        middle = ""
+        if layout == "lineStart" and self.line_start:
+            prefix, middle = split_at_line_start(prefix)
         text = self.render(
             repo_name=repo_name,
             snippets=snippets,
             file_path=file_path,
             prefix=prefix,
             suffix=suffix,
+            middle=middle,
         )
-        return FimPrompt(text, prefix, suffix, self.stop, self.stop_token_ids)
+        return FimPrompt(text, prefix, suffix, self.stop, self.stop_token_ids, middle)
 
     def with_tokenizer(self, counter: TokenCounter | None) -> PromptTemplate:
         """This template with stop token ids read from the counter's tokenizer, when it has
@@ -286,6 +346,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
                 151663,
                 151664,
             ),
+            line_start=True,
         ),
         PromptTemplate(
             "starcoder2",
@@ -301,6 +362,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
                 "<repo_name>",
                 "<file_sep>",
             ),
+            line_start=True,
         ),
         PromptTemplate(
             "deepseek",
@@ -308,6 +370,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
             _comment_snippet,
             stop=(_DS_EOS, _DS_BEGIN, _DS_HOLE, _DS_END),
             stop_tokens=(_DS_EOS, _DS_BEGIN, _DS_HOLE, _DS_END, "<|EOT|>"),
+            line_start=True,
         ),
         PromptTemplate(
             "codellama",
