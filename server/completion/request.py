@@ -34,7 +34,7 @@ from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
 from server.completion.prompt import PromptTemplate, choose_template
 from server.completion.prompt_tokens import PromptEncoder
-from server.completion.secrets import mask_document, mask_snippet
+from server.completion.secrets import mask_secrets
 from server.completion.stops import (
     CursorShape,
     Mode,
@@ -230,16 +230,12 @@ def render_request(
     """The context rendered with the model's template into a request (the prompt stage)."""
     assert context.cursor is not None  # build() always analyses the cursor
     shape = dataclasses.replace(context.cursor.shape, max_lines=settings.max_lines)
-    prefix, suffix = mask_document(context.prefix, context.suffix, ctx.text, ctx.file_path)
     prompt = prompting.template.prompt(
         repo_name=ctx.repo_name,
-        snippets=[
-            (path, mask_snippet(text, path, ctx.file_path, ctx.text))
-            for path, text in context.files()
-        ],
+        snippets=[(path, mask_secrets(text)) for path, text in context.files()],
         file_path=ctx.file_path,
-        prefix=prefix,
-        suffix=suffix,
+        prefix=context.prefix,
+        suffix=context.suffix,
         layout=settings.prompt_layout,
     )
     one_line = shape.mode is Mode.LINE and not settings.continue_in_background
