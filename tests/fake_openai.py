@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import http
 import http.client
@@ -671,6 +672,25 @@ class CompletionRequest:
         )
 
 
+FORCED_START = re.compile(r"((?:[^\\\[]|\\.)*)\[\\s\\S\]\*")
+"""The one regex shape the fake honours, `LITERAL[\\s\\S]*`: an answer starting with
+LITERAL (what a healed prompt sends, server.backend.client.starting_with)."""
+
+
+def forced_start(body: Mapping[str, Any]) -> str:
+    """What an answer must start with under the request's regex (vLLM's
+    `structured_outputs.regex`, SGLang's `regex`); "" without one. The fake's "model"
+    then spells it first, as a constrained model would."""
+    outputs = body.get("structured_outputs")
+    pattern = outputs.get("regex") if isinstance(outputs, dict) else body.get("regex")
+    if pattern is None:
+        return ""
+    match = FORCED_START.fullmatch(pattern) if isinstance(pattern, str) else None
+    if match is None:
+        raise BadRequest(f"the fake honours only regexes LITERAL[\\s\\S]*, got {pattern!r}")
+    return re.sub(r"\\(.)", r"\1", match.group(1))
+
+
 class PrefixCache:
     """vLLM's automatic prefix caching, counted the way its /metrics counts it: a prompt's
     tokens in whole blocks that an earlier prompt began with the same way are hits."""
@@ -997,6 +1017,14 @@ class FakeServer:
         if index is None and self.oracle is not None:
             truth = self.oracle.answer(creq.match_text)
             rule = rule if truth is None else Rule(text=truth)
+        try:
+            forced = forced_start(body)
+        except BadRequest as exc:
+            event.behaviour, event.status = "bad_request", 400
+            event.close("server")
+            return await conn.send_json(400, openai_error(str(exc)))
+        if forced and not rule.text.startswith(forced):
+            rule = dataclasses.replace(rule, text=forced + rule.text)
         event.rule_index, event.behaviour = index, rule.behaviour
         log.info(
             "POST /v1/completions #%d stream=%s rule=%s behaviour=%s",

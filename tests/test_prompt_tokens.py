@@ -215,3 +215,35 @@ async def test_sglang_gets_vllms_fields_and_tensorrt_llm_none(
     else:
         assert isinstance(body["prompt"], str)
         assert not {"priority", "stop_token_ids", "return_token_ids"} & set(body)
+
+
+@pytest.mark.parametrize(
+    ("typed", "removed"),
+    [
+        ("    x = self.conf", ".conf"),  # mid-word: the partial token goes
+        ("    return ", " "),  # a trailing space: the model would join it to the next word
+        ('    s = "\U0001d518', "\U0001d518"),  # one character in two byte tokens: both go
+    ],
+)
+def test_healing_backs_off_the_last_whole_characters_token(
+    qwen: Tokenizer, typed: str, removed: str
+) -> None:
+    encoder = PromptEncoder(qwen)
+    prompt = TEMPLATES["qwen"].prompt(
+        repo_name="r",
+        file_path="a.py",
+        prefix=f"def f():\n{typed}",
+        suffix="\n",
+        layout="lineStart",
+    )
+    healed = encoder.heal(prompt.text, prompt.middle)
+    assert healed is not None and healed.removed == removed
+    whole = qwen.encode(prompt.text, add_special_tokens=True).ids
+    assert healed.ids == whole[: len(healed.ids)] and len(healed.ids) < len(whole)
+    assert qwen.decode(healed.ids, skip_special_tokens=False) + removed == prompt.text
+
+
+def test_nothing_is_healed_without_a_typed_part_at_the_prompts_end(qwen: Tokenizer) -> None:
+    encoder = PromptEncoder(qwen)
+    assert encoder.heal("<|fim_middle|>", "") is None
+    assert encoder.heal("<|fim_middle|>x = a", "y") is None

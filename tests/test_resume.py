@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from fake_openai import CORRUPT_TEXT, FakeBackend
+from fake_openai import CORRUPT_TEXT, FakeBackend, forced_start
 
-from server.backend.client import BackendRefused, CompletionBackend, CompletionRequest, StreamStats
+from server.backend.client import (
+    BackendError,
+    BackendRefused,
+    CompletionBackend,
+    CompletionRequest,
+    StreamStats,
+)
 from server.backend.resume import ResumePolicy, checksum, first_corrupt, resumable_stream
 from server.config import BackendSettings
 
@@ -123,3 +129,31 @@ def test_the_checksum_is_xxh3_of_the_utf8_text() -> None:
     assert checksum("é✓") == xxhash.xxh3_64_intdigest("é✓".encode())
     assert first_corrupt("ok\ufffd") == 2 and first_corrupt("a\x00") == 1
     assert first_corrupt("tabs\tand\nform\x0cfeeds") is None
+
+
+@pytest.mark.parametrize("forced", [TEXT[:3], TEXT[:24]])
+async def test_a_resumed_healed_stream_is_asked_only_for_the_forced_characters_still_due(
+    fake: FakeBackend, forced: str
+) -> None:
+    """Token healing made the answer start with `forced`: the resumed request continues
+    after the kept text, so it must start with what of `forced` that text has not spelt."""
+    fake.script(
+        [
+            {"match": "<resume-test>", "text": TEXT, "behaviour": "drop", "after_chunks": 9},
+        ]
+    )
+    backend = CompletionBackend(
+        BackendSettings(url=fake.url, first_chunk_timeout_ms=1000, chunk_gap_ms=300)
+    )
+    request = CompletionRequest(PROMPT, max_tokens=64, answer_prefix=forced)
+    policy = ResumePolicy(max_retries=1, backoff_ms=0, overlap_tokens=4)
+    try:
+        with pytest.raises(BackendError):
+            async for _ in resumable_stream(backend, request, policy, StreamStats()):
+                pass
+    finally:
+        await backend.aclose()
+    first, second = fake.events()[:2]
+    assert forced_start(first["body"]) == forced
+    kept = TEXT[: 5 * 4]  # nine chunks came; four are regenerated as the overlap
+    assert forced_start(second["body"]) == forced[len(kept) :]

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import xxhash
 
-from server.backend.engines import takes_vllm_fields
+from server.backend.engines import engine_of, takes_vllm_fields
 from server.backend.trace import RequestTrace
 from server.config import BackendSettings
 
@@ -79,6 +79,21 @@ class CompletionRequest:
     priority: Priority = Priority.KEYSTROKE
     document: str = ""
     """The document it is for (`workspace/path`), whose hash routes it to a replica."""
+    answer_prefix: str = ""
+    """Characters the answer must start with (token healing: the prompt's last token was
+    backed off), sent to vLLM and SGLang as a regex the answer must match."""
+
+
+REGEX_SYNTAX = frozenset("\\^$.|?*+()[]{}")
+"""Characters a regex reads as syntax; escaped with a backslash, each is literal in every
+engine's dialect (xgrammar's JavaScript-like one, llguidance's Rust one, Python's)."""
+
+
+def starting_with(text: str) -> str:
+    """A regex matched by any answer that starts with `text`: the constraint of a healed
+    prompt. `[\\s\\S]` is any character in each of those dialects."""
+    literal = "".join("\\" + c if c in REGEX_SYNTAX else c for c in text)
+    return literal + r"[\s\S]*"
 
 
 @dataclass(frozen=True)
@@ -312,6 +327,12 @@ class CompletionBackend:
                 body["stop_token_ids"] = list(request.stop_token_ids)
             if self.sends_priority:
                 body["priority"] = int(request.priority)
+            if request.answer_prefix:
+                pattern = starting_with(request.answer_prefix)
+                if engine_of(model.owned_by) == "sglang":
+                    body["regex"] = pattern
+                else:
+                    body["structured_outputs"] = {"regex": pattern}
         return body
 
     async def _events(

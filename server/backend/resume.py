@@ -144,11 +144,20 @@ class ResumeState:
         if left <= 0:
             return None
         ids = self._ids(kept)
-        prompt = self.request.prompt + self.kept_text(keep, decode)
+        kept_text = self.kept_text(keep, decode)
+        prompt = self.request.prompt + kept_text
+        forced = self.request.answer_prefix  # what of it is still to come (token healing)
+        forced = forced[len(kept_text) :] if forced.startswith(kept_text) else ""
         if self.prompt_ids is not None and ids is not None:
             ids_prompt = (*self.prompt_ids, *ids)
-            return replace(self.request, prompt=prompt, prompt_ids=ids_prompt, max_tokens=left)
-        return replace(self.request, prompt=prompt, max_tokens=left)
+            return replace(
+                self.request,
+                prompt=prompt,
+                prompt_ids=ids_prompt,
+                max_tokens=left,
+                answer_prefix=forced,
+            )
+        return replace(self.request, prompt=prompt, max_tokens=left, answer_prefix=forced)
 
     def truncate(self, keep: int, decode: Decode | None) -> None:
         self.text = self.kept_text(keep, decode)

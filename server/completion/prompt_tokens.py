@@ -15,6 +15,11 @@ that is exact on a sample is chosen once per tokenizer:
   to the text before it);
 - nowhere: a tokenizer that adds a BOS token or a space before each text (SentencePiece)
   encodes whole prompts.
+
+Token healing (`completion.tokenHealing`) starts here too: the last token of a prompt that
+ends mid-word is backed off, and the answer is made to start with its characters, so the
+model picks the token that really ends the word (Athiwaratkun et al. 2024; Phan et al.
+2024) instead of continuing a partial one it rarely saw split that way in training.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
@@ -43,6 +49,18 @@ SAMPLE = (
 """Code with the line starts a cut must survive: blank lines with and without spaces,
 indentation by spaces and tabs, trailing spaces, CRLF, comments, decorators, digits,
 quotes and non-ASCII text."""
+
+
+HEAL_TOKENS = 4
+"""The most tokens backed off to heal one prompt's end (a character may take up to 4 bytes)."""
+
+
+@dataclass(frozen=True)
+class Healed:
+    """A prompt whose last token was backed off (token healing), and its characters."""
+
+    ids: list[int]
+    removed: str
 
 
 class PromptEncoder:
@@ -74,6 +92,26 @@ class PromptEncoder:
         except TypeError as exc:  # tokenizers refuses text it cannot make UTF-8 (lone surrogates)
             log.debug("prompt token ids: sending text, the tokenizer refused it: %s", exc)
             return None
+
+    def heal(self, prompt: str, middle: str) -> Healed | None:
+        """The prompt's ids with its last token(s) backed off, where they spell the end of
+        `middle` (the typed part of the line that ends the prompt), and the characters taken
+        off, which the answer must then start with. Byte-level tokens that spell part of a
+        character are backed off together with the rest of it. None when the prompt does not
+        end with `middle`, or no such token ends it."""
+        if not middle or not prompt.endswith(middle):
+            return None
+        ids = self.encode(prompt)
+        if ids is None:
+            return None
+        for back in range(1, min(HEAL_TOKENS, len(ids) - 1) + 1):
+            removed = self.tokenizer.decode(ids[-back:], skip_special_tokens=False)
+            if "\ufffd" in removed:
+                continue  # part of a character: back off the token before it too
+            if removed and middle.endswith(removed):
+                return Healed(ids[:-back], removed)
+            return None
+        return None
 
     def _piece_ids(self, piece: str) -> tuple[int, ...]:
         key = text_key(piece)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import functools
 import logging
 import os
 import time
@@ -32,7 +33,7 @@ from server.backend.client import (
 from server.backend.engines import takes_vllm_fields
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
-from server.completion.prompt import PromptTemplate, choose_template
+from server.completion.prompt import PromptTemplate, choose_template, split_at_line_start
 from server.completion.prompt_tokens import PromptEncoder
 from server.completion.secrets import mask_secrets
 from server.completion.stops import (
@@ -251,6 +252,59 @@ def render_request(
     return request, shape
 
 
+def heal_request(
+    request: CompletionRequest,
+    prompting: Prompting,
+    settings: CompletionSettings,
+    prefix: str,
+) -> CompletionRequest | None:
+    """The request with its prompt's last token backed off and the answer made to start
+    with that token's characters (`completion.tokenHealing`), or None where there is
+    nothing to heal: no typed part after the middle marker, or no tokenizer of the served
+    vLLM here. `prefix` is the text before the cursor that the prompt was rendered from."""
+    template, encoder = prompting.template, prompting.encoder
+    if not settings.token_healing or settings.prompt_layout != "lineStart":
+        return None
+    if encoder is None or not template.line_start:
+        return None
+    middle = template.defuse(split_at_line_start(prefix)[1])
+    healed = encoder.heal(request.prompt, middle)
+    if healed is None:
+        return None
+    return dataclasses.replace(
+        request,
+        prompt=request.prompt[: -len(healed.removed)],
+        prompt_ids=healed.ids,
+        answer_prefix=healed.removed,
+    )
+
+
+@functools.cache
+def warn_unhealed() -> None:
+    """Once per server: a backend ignored the healing constraint (said why, once)."""
+    log.warning(
+        "token healing: the backend's answer did not start with the characters it was "
+        "asked to, so it was dropped; does it ignore structured outputs? (turn "
+        "completion.tokenHealing off for it)"
+    )
+
+
+async def after_answer_prefix(stream: AsyncGenerator[str], forced: str) -> AsyncGenerator[str]:
+    """A healed request's stream as the editor is to see it: each snapshot without the
+    characters the answer was made to start with (they are typed already). An answer that
+    does not start with them (a backend that ignored the constraint) ends the stream, as
+    its text would not continue what was typed."""
+    try:
+        async for snapshot in stream:
+            if snapshot.startswith(forced):
+                yield snapshot[len(forced) :]
+            elif not forced.startswith(snapshot):
+                warn_unhealed()
+                return
+    finally:
+        await close_uninterrupted(stream.aclose())
+
+
 def finish_text(raw: str, shape: CursorShape, text: str, offset: int, language: str | None) -> str:
     """A whole stream's text as the user sees it: cut by the stop rules, then checked not
     to break a file that parsed."""
@@ -322,11 +376,15 @@ class Completer:
         context = build_context(ctx, settings, prompting)
         built = time.perf_counter()
         request, shape = render_request(ctx, context, settings, prompting, priority)
-        if (
+        sends_ids = (
             prompting.encoder is not None
             and self.backend.settings.prompt_token_ids
             and self.backend.sends_token_ids
-        ):
+        )
+        healed = heal_request(request, prompting, settings, context.prefix)
+        if healed is not None:
+            request = healed if sends_ids else dataclasses.replace(healed, prompt_ids=None)
+        elif sends_ids and prompting.encoder is not None:
             ids = prompting.encoder.encode(request.prompt)
             if ids is not None:
                 request = dataclasses.replace(request, prompt_ids=ids)
@@ -414,6 +472,8 @@ class Completer:
                 stream: AsyncGenerator[str] = resumable_stream(
                     self.backend, request, policy, stats, decode
                 )
+                if request.answer_prefix:
+                    stream = after_answer_prefix(stream, request.answer_prefix)
                 handed_over = False
                 try:
                     async for snapshot in stream:

@@ -1,0 +1,101 @@
+"""The line-start prompt layout and token healing, through the real server over LSP: what
+the backend is sent, and that the editor is shown the same kind of text as before (what
+follows the cursor), whatever the prompt looked like."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import fast_settings, start_session
+from fake_openai import FakeBackend, forced_start
+from lsp_helpers import cursor_at, open_document, suggestion
+from pytest_lsp import LanguageClient
+from tokenizer_helpers import save_tiny_tokenizer
+from tokenizers import Tokenizer
+
+TYPED = "def total(items):\n    return su█\n"
+
+
+@pytest.mark.parametrize(
+    ("layout", "prompt_end"),
+    [
+        ("cursor", "    return su<|fim_suffix|>\n<|fim_middle|>"),
+        ("lineStart", "<|fim_suffix|>\n<|fim_middle|>    return su"),
+    ],
+)
+async def test_the_layout_moves_the_typed_part_and_the_suggestion_stays(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, layout: str, prompt_end: str
+) -> None:
+    """Either way the model's answer continues after the typed part, so the editor gets
+    the same suggestion: the text after the cursor."""
+    fake.script([], default_text="m(items)\n")
+    settings = fast_settings(fake.url, template="qwen", promptLayout=layout)
+    await start_session(fresh, "vscode", workspace, settings)
+    text, position = cursor_at(TYPED)
+    uri = open_document(fresh, workspace / "total.py", text)
+
+    assert await suggestion(fresh, uri, position) == "m(items)"
+
+    (event,) = fake.events()
+    prompt = event["body"]["prompt"]
+    assert isinstance(prompt, str) and prompt.endswith(prompt_end)
+    assert "structured_outputs" not in event["body"]
+
+
+async def test_a_healed_prompt_makes_the_answer_start_with_the_backed_off_characters(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    """The served model's tokenizer is here (a byte-level BPE, StarCoder2's special
+    tokens): the prompt goes as ids without the typed part's last token, the backend is
+    told to start its answer with that token's characters (the fake, like vLLM, does),
+    and the editor is shown what follows them, as without healing."""
+    served = save_tiny_tokenizer(tmp_path / "served-model")
+    fake.script([], default_text="(items)\n", tokenizer=served)
+    settings = fast_settings(
+        fake.url,
+        template="starcoder2",
+        tokenizer=str(served),
+        promptLayout="lineStart",
+        tokenHealing=True,
+    )
+    await start_session(fresh, "vscode", workspace, settings)
+    text, position = cursor_at("def total(items):\n    return sum█\n")
+    uri = open_document(fresh, workspace / "total.py", text)
+
+    assert await suggestion(fresh, uri, position) == "(items)"
+
+    (event,) = fake.events()
+    removed = forced_start(event["body"])
+    assert removed and "    return sum".endswith(removed)
+    prompt = event["body"]["prompt"]
+    assert isinstance(prompt, list)
+    sent = Tokenizer.from_file(str(served)).decode(prompt, skip_special_tokens=False)
+    assert (sent + removed).endswith("<fim_suffix>\n<fim_middle>    return sum")
+    assert event["text"] == removed + "(items)\n"  # what the "model" streamed
+
+
+async def test_healing_leaves_a_prompt_without_typed_part_alone(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    """Only indentation typed: nothing after the middle marker, so nothing to heal."""
+    served = save_tiny_tokenizer(tmp_path / "served-model")
+    fake.script([], default_text="return sum(items)\n", tokenizer=served)
+    settings = fast_settings(
+        fake.url,
+        template="starcoder2",
+        tokenizer=str(served),
+        promptLayout="lineStart",
+        tokenHealing=True,
+    )
+    await start_session(fresh, "vscode", workspace, settings)
+    text, position = cursor_at("def total(items):\n    █\n")
+    uri = open_document(fresh, workspace / "total.py", text)
+
+    assert await suggestion(fresh, uri, position) == "return sum(items)"
+
+    (event,) = fake.events()
+    assert "structured_outputs" not in event["body"]
+    served_tokenizer = Tokenizer.from_file(str(served))
+    sent = served_tokenizer.decode(event["body"]["prompt"], skip_special_tokens=False)
+    assert sent.endswith("    <fim_suffix>\n<fim_middle>")
