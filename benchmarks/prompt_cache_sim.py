@@ -9,7 +9,8 @@ change must lower. The cache is taken as unbounded (a 1.5B model's KV cache on a
 holds millions of tokens) and shared by every user of the trace.
 
     python benchmarks/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
-        [--same-snippets prefetch|visit] [--head-first NEAR,STRIDE] [--replicas N]
+        [--same-snippets prefetch|visit] [--head-first NEAR,STRIDE] [--line-start [--heal]]
+        [--replicas N]
 
 Prints, for all requests: the mean prompt, the cached share, and the uncached tokens per
 request (mean, p50, p90), split by where they start: the context before `<|fim_prefix|>`
@@ -25,6 +26,10 @@ request's by the first of the user's stay in that document (`visit`, an upper bo
 what keeping the snippets steady could save). With --head-first, the current file's
 lines at least NEAR above the cursor (split at a multiple of STRIDE lines) go before the
 snippets as a block of their own, so that a changed snippet would not cost them.
+With --line-start, each prompt is laid out as `completion.promptLayout` lineStart lays it
+out: the prefix ends at the cursor line's start and the typed part of the line (unless it
+is only white space) goes after `<|fim_middle|>`; with --heal too, without its last token
+(`completion.tokenHealing`). "middle" is then the typed part's segment.
 With --replicas, the requests are spread over that many vLLM replicas, each with a cache
 of its own, as a router would spread them: by document (vllm-router's `consistent_hash`
 on the `X-Session-ID` Headstart sends, `backend.affinity`), at random, and round robin;
@@ -47,10 +52,13 @@ from tokenizers import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from server.completion.prompt import split_at_line_start  # noqa: E402
 
 BLOCK = 16
 """vLLM's default KV block size, in tokens."""
-SEGMENTS = ("context", "prefix", "suffix")
+SEGMENTS = ("context", "prefix", "suffix", "middle")
 
 
 class Sent(NamedTuple):
@@ -163,6 +171,34 @@ def head_first(
     return ids[:header] + head + ids[header:first] + ids[split:]
 
 
+def line_start(
+    ids: list[int], markers: tuple[int, int, int], tokenizer: Tokenizer, heal: bool
+) -> list[int]:
+    """The prompt with the typed part of the cursor's line moved after `<|fim_middle|>`
+    (server.completion.prompt.split_at_line_start), for a what-if; with `heal`, that part's
+    last token backed off, as token healing sends it. A resumed request's generated
+    tokens stay after it."""
+    fim_prefix, fim_suffix, fim_middle = markers
+    if not all(marker in ids for marker in markers):
+        return ids
+    first, cut, middle = ids.index(fim_prefix) + 1, ids.index(fim_suffix), ids.index(fim_middle)
+    prefix = tokenizer.decode(ids[first:cut], skip_special_tokens=False)
+    above, typed = split_at_line_start(prefix)
+    if not typed:
+        return ids
+    typed_ids = tokenizer.encode(typed, add_special_tokens=False).ids
+    if heal:
+        typed_ids = typed_ids[:-1]
+    above_ids = tokenizer.encode(above, add_special_tokens=False).ids
+    return [
+        *ids[:first],
+        *above_ids,
+        *ids[cut : middle + 1],
+        *typed_ids,
+        *ids[middle + 1 :],
+    ]
+
+
 def uncached(
     requests: Iterable[list[int]], route: Callable[[int, list[int]], int] | None = None
 ) -> Iterator[tuple[list[int], int]]:
@@ -270,6 +306,14 @@ def main() -> int:
         "at a multiple of STRIDE lines) before the snippets",
     )
     parser.add_argument(
+        "--line-start",
+        action="store_true",
+        help="first move each prompt's typed part of the cursor line after <|fim_middle|>",
+    )
+    parser.add_argument(
+        "--heal", action="store_true", help="with --line-start, back off its last token"
+    )
+    parser.add_argument(
         "--same-snippets",
         choices=("prefetch", "visit"),
         help="first give prefetches their keystroke's snippets, or every request the "
@@ -294,6 +338,9 @@ def main() -> int:
         sent = [request.ids for request in requests]
     if args.suffix_tokens is not None:
         sent = [cut_suffix(ids, (markers[1], middle), args.suffix_tokens) for ids in sent]
+    if args.line_start:
+        fim = (markers[0], markers[1], middle)
+        sent = [line_start(ids, fim, tokenizer, args.heal) for ids in sent]
     if args.head_first:
         near, stride = (int(n) for n in args.head_first.split(","))
         vocabulary = tokenizer.get_vocab()
@@ -312,7 +359,7 @@ def main() -> int:
     cached = list(uncached(sent))
     by_segment = dict.fromkeys(SEGMENTS, 0)
     for ids, hit in cached:
-        bounds = [ids.index(m) if m in ids else len(ids) for m in markers]
+        bounds = [ids.index(m) if m in ids else len(ids) for m in (*markers, middle)]
         starts = (0, *bounds)
         ends = (*bounds, len(ids))
         for name, start, end in zip(SEGMENTS, starts, ends, strict=True):

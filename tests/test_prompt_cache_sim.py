@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 from conftest import ROOT, load_benchmark
-from tokenizer_helpers import real_qwen_tokenizer_file
+from tokenizer_helpers import real_qwen_tokenizer_file, tiny_tokenizer
 
 SCRIPT = ROOT / "benchmarks" / "prompt_cache_sim.py"
 
@@ -148,3 +148,30 @@ def test_the_head_first_what_if_moves_the_lines_far_above_the_cursor_before_the_
     near = [22, nl, 23, nl, 24, nl, 25, fim_suffix, 30]
     assert moved == [repo, *head, sep, 1, nl, sep, 5, nl, fim_prefix, *near]
     assert sim.head_first(ids, markers, frozenset({nl}), near_lines=5, stride=2) == ids
+
+
+def test_the_line_start_what_if_moves_the_typed_part_after_the_middle_marker() -> None:
+    """As `completion.promptLayout` lineStart renders it; healed, the last token backed off."""
+    sim = simulator()
+    tokenizer = tiny_tokenizer()
+    markers = tuple(
+        tokenizer.token_to_id(f"<fim_{name}>") for name in ("prefix", "suffix", "middle")
+    )
+
+    def moved(prompt: str, heal: bool = False) -> str:
+        ids = tokenizer.encode(prompt).ids
+        return tokenizer.decode(
+            sim.line_start(ids, markers, tokenizer, heal), skip_special_tokens=False
+        )
+
+    typed = "<file_sep><fim_prefix>a.py\nx = 1\n    y = sel<fim_suffix>f.z\n<fim_middle>"
+    assert (
+        moved(typed)
+        == "<file_sep><fim_prefix>a.py\nx = 1\n<fim_suffix>f.z\n<fim_middle>    y = sel"
+    )
+    healed = moved(typed, heal=True)
+    assert healed.startswith(moved(typed)[: moved(typed).index("<fim_middle>")])
+    assert "    y = sel".startswith(healed.split("<fim_middle>")[1])
+    assert len(healed) < len(moved(typed))
+    indented = "<fim_prefix>x = 1\n    <fim_suffix>\n<fim_middle>"
+    assert moved(indented) == indented
