@@ -1,4 +1,5 @@
-"""The `headstart` command: serve, index, demo, backend start|stop|status, bench run|plot."""
+"""The `headstart` command: serve, index, demo, backend start|stop|status, bench run|plot,
+aiapi generate."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server import __version__
+from server.aiapi.cli import add_aiapi_parser, run_aiapi
 
 if TYPE_CHECKING:
     from server.backend.process import BackendStatus
@@ -156,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench_plot = bench_commands.add_parser("plot", help="PNG plots of a results.json")
     bench_plot.add_argument("results", type=Path, help="a results.json of `headstart bench run`")
+    add_aiapi_parser(commands)
 
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -168,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         return demo_module.main(args.backend_url, args.model)
     if args.command == "bench":
         return bench_command(args)
+    if args.command == "aiapi":
+        return run_aiapi(args)
     return backend_command(args)
 
 

@@ -1,0 +1,88 @@
+"""`headstart aiapi generate SPEC --lang ... --out DIR [--zip] [--verify]`.
+
+Exit codes: 0 generated (and, with --verify, every checker passed); 1 a generator or a
+checker failed; 2 the document is invalid (each problem printed as FILE:LINE: path:
+message); 3 a tool is missing (the message says how to install it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+LANGUAGE_CHOICES = ("python", "typescript", "go")
+
+
+def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    aiapi = commands.add_parser("aiapi", help="code from API contracts (OpenAPI 3.x)")
+    aiapi_commands = aiapi.add_subparsers(dest="aiapi_command", required=True)
+    generate = aiapi_commands.add_parser(
+        "generate",
+        help="a typed client per language from an OpenAPI 3.x document",
+        description="Validate an OpenAPI 3.x document (YAML or JSON), then write a typed "
+        "client for each language into OUT/<language>: Python (pydantic v2 models + httpx, "
+        "sync and async), TypeScript (zod + fetch, by @hey-api/openapi-ts), Go (structs + "
+        "net/http with context.Context).",
+    )
+    generate.add_argument("spec", type=Path, help="the OpenAPI 3.x document")
+    generate.add_argument(
+        "--lang",
+        default=",".join(LANGUAGE_CHOICES),
+        help="comma-separated: python,typescript,go (default: all three)",
+    )
+    generate.add_argument("--out", type=Path, required=True, help="the output folder")
+    generate.add_argument("--zip", action="store_true", help="also write OUT.zip")
+    generate.add_argument(
+        "--verify",
+        action="store_true",
+        help="run mypy --strict, tsc --noEmit and go vet over what was generated",
+    )
+
+
+def run_aiapi(args: argparse.Namespace) -> int:
+    from server.aiapi.document import ContractError, load_document
+    from server.aiapi.pipeline import generate_contract, write_zip
+    from server.aiapi.tools import ToolMissing
+
+    languages = tuple(part.strip() for part in args.lang.split(",") if part.strip())
+    unknown = [lang for lang in languages if lang not in LANGUAGE_CHOICES]
+    if unknown or not languages:
+        print(
+            f"headstart aiapi generate: unknown --lang {', '.join(unknown) or '(none)'}; "
+            f"choose from {','.join(LANGUAGE_CHOICES)}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        document = load_document(args.spec)
+    except ContractError as exc:
+        count = len(exc.problems)
+        print(f"{args.spec}: not a valid OpenAPI 3.x document ({count} problem"
+              f"{'s' if count != 1 else ''}):", file=sys.stderr)  # fmt: skip
+        print(str(exc), file=sys.stderr)
+        return 2
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    say(f"{document.title} {document.api_version} (OpenAPI {document.openapi_version})")
+    try:
+        result = generate_contract(document, args.out, languages, verify=args.verify, progress=say)
+    except ToolMissing as exc:
+        print(f"headstart aiapi generate: {exc}", file=sys.stderr)
+        return 3
+    for entry in result.languages:
+        if entry.generate_error:
+            print(f"{entry.language}: generation failed: {entry.generate_error}", file=sys.stderr)
+        elif entry.check is not None and not entry.check.ok:
+            print(
+                f"{entry.language}: {entry.check.checker} failed:\n{entry.check.output}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"{entry.language}: {entry.folder}")
+    if args.zip:
+        archive = write_zip(args.out, args.out.with_name(args.out.name + ".zip"))
+        print(f"zip: {archive}")
+    return 0 if result.ok else 1

@@ -1,0 +1,107 @@
+"""Validate, generate, verify: the stages every caller (CLI, corpus benchmark) runs.
+
+Each stage of each language is timed and either passes or records why not, so that one
+language failing never hides the others' results.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from server.aiapi.document import ContractDocument
+from server.aiapi.go_client import generate_go
+from server.aiapi.python_client import generate_python
+from server.aiapi.tools import GeneratorError
+from server.aiapi.typescript_client import generate_typescript
+from server.aiapi.verify import CheckResult, check_go, check_python, check_typescript
+
+LANGUAGES = ("python", "typescript", "go")
+
+GENERATORS: dict[str, Callable[[ContractDocument, Path], Path]] = {
+    "python": generate_python,
+    "typescript": generate_typescript,
+    "go": generate_go,
+}
+CHECKERS: dict[str, Callable[[Path, float], CheckResult]] = {
+    "python": check_python,
+    "typescript": check_typescript,
+    "go": check_go,
+}
+
+
+@dataclass
+class LanguageResult:
+    language: str
+    folder: Path | None = None
+    generate_seconds: float = 0.0
+    generate_error: str | None = None
+    check: CheckResult | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.generate_error is None and (self.check is None or self.check.ok)
+
+
+@dataclass
+class ContractResult:
+    document: ContractDocument
+    out: Path
+    languages: list[LanguageResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(result.ok for result in self.languages)
+
+
+def generate_contract(
+    document: ContractDocument,
+    out: Path,
+    languages: tuple[str, ...] = LANGUAGES,
+    *,
+    verify: bool = False,
+    check_timeout_s: float = 600,
+    progress: Callable[[str], None] | None = None,
+) -> ContractResult:
+    """Generate each language into out/<language>, replacing what was there, and check it."""
+    result = ContractResult(document, out)
+    for language in languages:
+        folder = out / language
+        if folder.exists():
+            shutil.rmtree(folder)
+        entry = LanguageResult(language)
+        result.languages.append(entry)
+        started = time.perf_counter()
+        try:
+            entry.folder = GENERATORS[language](document, folder)
+        except GeneratorError as exc:
+            entry.generate_error = str(exc)
+        except Exception as exc:  # a generator's crash is this language's failure, not ours
+            entry.generate_error = f"{language}: {type(exc).__name__}: {exc}"
+        entry.generate_seconds = time.perf_counter() - started
+        if progress is not None:
+            state = "failed" if entry.generate_error else f"{entry.generate_seconds:.1f} s"
+            progress(f"{language}: generated ({state})")
+        if verify and entry.folder is not None:
+            entry.check = CHECKERS[language](entry.folder, check_timeout_s)
+            if progress is not None:
+                verdict = "passed" if entry.check.ok else "FAILED"
+                progress(
+                    f"{language}: {entry.check.checker} {verdict} ({entry.check.seconds:.1f} s)"
+                )
+    return result
+
+
+def write_zip(folder: Path, archive: Path) -> Path:
+    """The output folder as a zip whose bytes depend only on the files (fixed dates, order)."""
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), (1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, path.read_bytes())
+    return archive

@@ -1,0 +1,102 @@
+"""The TypeScript client: @hey-api/openapi-ts with its zod plugin, formatted by prettier.
+
+openapi-ts (pinned in server/aiapi/node/package.json, installed into .tools/aiapi-node by
+server/aiapi/install_tools.sh) writes the types, the zod schemas and a fetch SDK that
+validates responses with them; nothing here is hand-templated but a header naming the
+document, a package.json and a tsconfig.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from server.aiapi.document import ContractDocument
+from server.aiapi.naming import comment_text
+from server.aiapi.python_client import header
+from server.aiapi.tools import GeneratorError, node_tool
+
+ZOD_RANGE = "^4.1.12"
+
+TSCONFIG = {
+    "compilerOptions": {
+        "target": "ES2022",
+        "module": "ESNext",
+        "moduleResolution": "Bundler",
+        "lib": ["ES2022", "DOM", "DOM.Iterable"],
+        "strict": True,
+        "skipLibCheck": True,
+        "noEmit": True,
+        "isolatedModules": True,
+    },
+    "include": ["src/**/*.ts"],
+}
+
+
+def generate_typescript(document: ContractDocument, out: Path, timeout_s: float = 300) -> Path:
+    """Write src/, package.json and tsconfig.json under `out`; return `out`."""
+    openapi_ts = node_tool("openapi-ts")
+    prettier = node_tool("prettier")
+    out.mkdir(parents=True, exist_ok=True)
+    source = out / "src"
+    with tempfile.TemporaryDirectory(prefix="headstart-openapi-ts-") as scratch:
+        config = Path(scratch) / "openapi-ts.config.mjs"
+        settings = {
+            "input": str(document.path.resolve()),
+            "output": {"path": str(source.resolve())},
+            "plugins": [
+                "@hey-api/client-fetch",
+                "@hey-api/typescript",
+                "zod",
+                {"name": "@hey-api/sdk", "validator": True},
+            ],
+            "logs": {"file": False, "level": "silent"},
+        }
+        config.write_text(f"export default {json.dumps(settings)};\n", encoding="utf-8")
+        env = {**os.environ, "NO_COLOR": "1", "CI": "1"}
+        try:
+            done = subprocess.run(
+                [openapi_ts, "-f", str(config)],
+                cwd=scratch,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=env,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise GeneratorError("typescript", f"openapi-ts took over {timeout_s:.0f} s") from exc
+        if done.returncode != 0 or not (source / "index.ts").exists():
+            raise GeneratorError("typescript", "openapi-ts failed", done.stdout + done.stderr)
+    top = f"// {header(document, 'A typed fetch client')}\n"
+    for path in sorted(source.rglob("*.ts")):
+        path.write_text(top + path.read_text(encoding="utf-8"), encoding="utf-8")
+    package = {
+        "name": _package_name(document),
+        "version": "0.0.0",
+        "private": True,
+        "description": comment_text(header(document, "A typed fetch client")),
+        "type": "module",
+        "main": "src/index.ts",
+        "dependencies": {"zod": ZOD_RANGE},
+    }
+    (out / "package.json").write_text(json.dumps(package, indent=2) + "\n", encoding="utf-8")
+    (out / "tsconfig.json").write_text(json.dumps(TSCONFIG, indent=2) + "\n", encoding="utf-8")
+    formatted = subprocess.run(
+        [prettier, "--write", "--log-level=warn", "--no-config", "--print-width=100", "."],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    if formatted.returncode != 0:
+        raise GeneratorError("typescript", "prettier failed", formatted.stdout + formatted.stderr)
+    return out
+
+
+def _package_name(document: ContractDocument) -> str:
+    from server.aiapi.naming import words
+
+    return "-".join(w.lower() for w in words(document.title))[:60].strip("-") or "api-client"
