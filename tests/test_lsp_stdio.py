@@ -1,6 +1,6 @@
 """The server reads a pipe on stdin on its event loop (server.lsp.stdio), and anything
-else with pygls's reader thread. On the loop every message is read whole, however it is
-split or packed, and garbage between messages is dropped without stopping the server."""
+else on a reader thread. Every message is read whole, however it is split or packed, and
+garbage between messages is dropped without stopping the server."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from lsp_helpers import INITIALIZE, RawPipe, lsp_frame, spawned_server
 
-from server.lsp.stdio import DROPPED, LINE_LIMIT, PipeReader, readable_on_loop
+from server.lsp.stdio import readable_on_loop
 
 
 def frame(msg_id: int | None, method: str, params: Any) -> bytes:
@@ -57,17 +57,6 @@ def test_pipes_and_sockets_of_their_own_are_read_on_the_loop(tmp_path: Path) -> 
             sock.close()
 
 
-async def test_the_reader_drops_an_overlong_line_and_reads_on() -> None:
-    stream = asyncio.StreamReader(limit=LINE_LIMIT)
-    stream.feed_data(b"x" * (3 * LINE_LIMIT) + b"\r\nContent-Length: 2\r\n\r\n{}")
-    stream.feed_eof()
-    reader = PipeReader(stream)
-    lines = [await reader.readline() for _ in range(3)]
-    assert lines == [DROPPED, b"Content-Length: 2\r\n", b"\r\n"]
-    assert await reader.readexactly(2) == b"{}"
-    assert await reader.readexactly(5) == b""  # the end of the input, as pygls expects it
-
-
 async def test_a_pipe_is_read_on_the_event_loop_a_message_in_pieces_or_several_at_once() -> None:
     async with spawned_server() as proc:
         pipe = RawPipe.of_process(proc)
@@ -101,9 +90,9 @@ async def test_garbage_longer_than_a_header_line_is_dropped_and_the_server_reads
         assert (await pipe.reply(2))["result"] is None
 
 
-async def test_a_terminal_on_stdin_is_read_by_pygls() -> None:
+async def test_a_terminal_on_stdin_is_read_on_a_thread() -> None:
     """A terminal (someone running `headstart serve` by hand) may share its file
-    description with stdout, so the server leaves it blocking and lets pygls read it."""
+    description with stdout, so the server leaves it blocking and reads it on a thread."""
     from conftest import ROOT, server_env
 
     master, terminal = pty.openpty()
@@ -126,7 +115,7 @@ async def test_a_terminal_on_stdin_is_read_by_pygls() -> None:
             os.write(master, frame(None, "initialized", {}) + frame(2, "shutdown", None))
             assert (await pipe.reply(2))["result"] is None
             read_by = started_line(pipe.notifications)
-            assert read_by.endswith("stdin read by pygls's reader thread (stdin is not a pipe)")
+            assert read_by.endswith("stdin read by a reader thread (stdin is not a pipe)")
             os.write(master, frame(None, "exit", None))
             assert await asyncio.wait_for(proc.wait(), timeout=10) == 0
         finally:

@@ -156,10 +156,16 @@ class HeadstartServer(LanguageServer):
         stdout = stdout or sys.stdout.buffer
         if stdio.readable_on_loop(stdin, stdout):
             self.stdin_read_by = "the event loop"
-            stdio.start_io(self, stdin, stdout)
         else:
-            self.stdin_read_by = "pygls's reader thread (stdin is not a pipe)"
-            super().start_io(stdin, stdout)
+            self.stdin_read_by = "a reader thread (stdin is not a pipe)"
+        stdio.start_io(self, stdin, stdout)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls shows every error outside a request (a notification handler's, a message it
+        could not send) in a pop-up, a KeyError naming a URI included: nothing the user can
+        act on. Logged in one line instead (its traceback at debug level)."""
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        log.debug("the error's traceback", exc_info=error)
 
     def report_completion(
         self,

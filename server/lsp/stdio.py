@@ -1,57 +1,41 @@
-"""The editor's messages read on the event loop, where stdin is a pipe.
+"""The editor's messages read from stdin, framed by `server.lsp.framing`, and dispatched.
 
 pygls reads stdin on a worker thread: every message is three reads there (its header
 line, the blank line, its body), each handed to the thread and its result back to the
 event loop, and each hand-off waits for the GIL while the loop is busy with another
 request. Editors start a language server with pipes or sockets on stdin, which the event
 loop can watch itself: one read brings whole messages, with no thread in between. A
-terminal or a file on stdin keeps pygls's reader (the loop cannot watch a file, and a
+terminal or a file on stdin is read on a thread (the loop cannot watch a file, and a
 terminal may share its file description with stdout, which must stay blocking).
+
+Either way the bytes go through `FrameReader`, which recovers from a bad frame where
+pygls's reader stops hearing the client for good; and a message that is no JSON, or no
+JSON-RPC, gets an error reply where its id is known and one log line, never a traceback
+or a pop-up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import os
 import stat
 import threading
-from typing import BinaryIO
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, BinaryIO
 
-from pygls.io_ import StdoutWriter, run_async
-from pygls.server import JsonRPCServer
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.io_ import StdoutWriter
+
+from server.lsp.framing import Fault, FrameReader, decoded_prefix, leading_id, message_id
+from server.lsp.protocol import HeadstartProtocol
+
+if TYPE_CHECKING:
+    from server.lsp.language_server import HeadstartServer
 
 log = logging.getLogger(__name__)
-PYGLS_LOG = logging.getLogger("pygls.server")
-
-
-LINE_LIMIT = 65_536
-"""The longest header line kept: a longer one is garbage, and is dropped a piece at a time
-(pygls's reader would hold all of it in memory)."""
-DROPPED = b"X-Headstart-Dropped: a header line over the limit\r\n"
-"""What a dropped line reads as: a header pygls's message loop ignores."""
-
-
-class PipeReader:
-    """pygls's asynchronous reader over an asyncio stream: b"" at the end of the input, as
-    pygls's message loop expects, instead of asyncio's IncompleteReadError."""
-
-    def __init__(self, stream: asyncio.StreamReader) -> None:
-        self.stream = stream
-
-    async def readline(self) -> bytes:
-        try:
-            return await self.stream.readline()
-        except ValueError:  # longer than the stream's limit; asyncio has dropped it
-            log.warning("a header line over %d bytes from the client was dropped", LINE_LIMIT)
-            return DROPPED
-
-    async def readexactly(self, n: int) -> bytes:
-        try:
-            return await self.stream.readexactly(n)
-        except asyncio.IncompleteReadError:
-            return b""
 
 
 def readable_on_loop(stdin: BinaryIO, stdout: BinaryIO) -> bool:
@@ -66,22 +50,86 @@ def readable_on_loop(stdin: BinaryIO, stdout: BinaryIO) -> bool:
     return pipe and not os.path.samestat(read_end, write_end)
 
 
-async def _serve(server: JsonRPCServer, stdin: BinaryIO, stop: threading.Event) -> None:
-    stream = asyncio.StreamReader(limit=LINE_LIMIT)
-    loop = asyncio.get_running_loop()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), stdin)
-    await run_async(
-        stop_event=stop,
-        reader=PipeReader(stream),
-        protocol=server.protocol,
-        logger=PYGLS_LOG,  # as pygls's own reader: its tracebacks stay out of the editor's log
-        error_handler=server.report_server_error,
-    )
+def dispatch(server: HeadstartServer, reader: FrameReader, frame: bytes | Fault) -> None:
+    """Hand one frame to the protocol; a bad one is answered (where its id is known) and
+    logged in one line."""
+    protocol = server.protocol
+    assert isinstance(protocol, HeadstartProtocol)
+    if isinstance(frame, Fault):
+        answered = f"; request {frame.msg_id} answered with a parse error" if frame.msg_id else ""
+        level = logging.DEBUG if frame.rest_of_last else logging.WARNING
+        log.log(level, "bad message from the client: %s%s", frame.reason, answered)
+        if frame.msg_id is not None:
+            protocol.reply_error(frame.msg_id, JsonRpcParseError(f"bad frame: {frame.reason}"))
+        return
+    try:
+        message = json.loads(frame, object_hook=protocol.structure_message)
+    except JsonRpcException as exc:  # valid JSON, not a valid message: answered if a request
+        log.warning("bad message from the client: %s", exc.message)
+        return
+    except ValueError as exc:  # not JSON (or not UTF-8)
+        _not_json(server, reader, frame, exc)
+        return
+    if not hasattr(message, "jsonrpc"):  # JSON, but no JSON-RPC message (an array, a number)
+        msg_id = message_id(message)
+        log.warning("bad message from the client: no JSON-RPC message: %.80r", frame)
+        if msg_id is not None:
+            protocol.reply_error(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+        return
+    protocol.handle_message(message)
 
 
-def start_io(server: JsonRPCServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Serve `server` over stdin/stdout as pygls's `start_io` does, reading stdin (where
-    `readable_on_loop`) on the event loop; until the input ends or the client sends `exit`."""
+def _not_json(server: HeadstartServer, reader: FrameReader, frame: bytes, exc: ValueError) -> None:
+    """A body that is no JSON: when a whole message starts it, its Content-Length said too
+    much and what follows belongs to the next message (put back to be read again)."""
+    reader.last_was_bad()
+    decoded = decoded_prefix(frame)
+    rest = frame[decoded[1] :].lstrip() if decoded is not None else b""
+    if decoded is not None and rest:
+        reader.unread(rest)
+        reason = f"its Content-Length said {len(frame)} bytes, the message held {decoded[1]}"
+        msg_id = message_id(decoded[0])
+    else:
+        reason = f"not JSON ({exc})"
+        msg_id = leading_id(frame)
+    dispatch(server, reader, Fault(reason, msg_id))
+
+
+async def serve(
+    server: HeadstartServer, read: Callable[[int], Awaitable[bytes]], stop: threading.Event
+) -> None:
+    """Read and dispatch messages until the input ends or `stop` is set (`exit`)."""
+    reader = FrameReader(read)
+    while not stop.is_set():
+        frame = await reader.next()
+        if frame is None:
+            break
+        try:
+            dispatch(server, reader, frame)
+        except Exception as exc:  # a bug of ours: the next message is read all the same
+            log.error("a message from the client could not be handled: %s", exc)
+            log.debug("the message could not be handled", exc_info=exc)
+
+
+async def _serve(server: HeadstartServer, stdin: BinaryIO, stop: threading.Event) -> None:
+    if server.stdin_read_by == "the event loop":
+        stream = asyncio.StreamReader()
+        loop = asyncio.get_running_loop()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), stdin)
+        await serve(server, stream.read, stop)
+        return
+
+    read1 = getattr(stdin, "read1", stdin.read)
+
+    async def on_thread(size: int) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(server.thread_pool, read1, size)
+
+    await serve(server, on_thread, stop)
+
+
+def start_io(server: HeadstartServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Serve `server` over stdin/stdout as pygls's `start_io` does, reading stdin on the event
+    loop where `readable_on_loop`; until the input ends or the client sends `exit`."""
     stop = threading.Event()
     server._stop_event = stop  # pygls's shutdown() sets it
     server.protocol.set_writer(StdoutWriter(stdout))
