@@ -45,13 +45,14 @@ from cache.model import FileRecord, ImportSpec, Outline
 from cache.outline import parse_outline, runs_grammar, supported
 from cache.python_imports import python_imports
 from cache.scan import ScannedFile, ScanSettings, SkipReason, check_file, scan
+from cache.secrets import FileSecrets, scan_file
 from cache.store import ProjectStore
 
 log = logging.getLogger(__name__)
 
 Job = tuple[str, str | None, bool]
 """A file to index: its absolute path, language, and whether to outline it now."""
-Facts = tuple[str, tuple[ImportSpec, ...], str, Outline | None]
+Facts = tuple[str, tuple[ImportSpec, ...], str, Outline | None, FileSecrets]
 """What indexing one file gives: digest, imports, Java package, outline (None: not made)."""
 _SPAWN = multiprocessing.get_context("spawn")  # never fork a threaded server
 
@@ -171,12 +172,17 @@ class ProjectIndex:
                 pending.append(file)
         indexed: dict[str, FileRecord] = {}
         outlines: list[tuple[str, str, Outline]] = []
-        for file, (fingerprint, imports, package, outline) in self._index_all(
+        secret_files: set[str] = set()
+        for file, (fingerprint, imports, package, outline, secrets) in self._index_all(
             pending, progress, len(found)
         ):
+            if secrets[0] is not None:
+                log.debug("%s is left out: %s", file.path, secrets[0])
+                secret_files.add(file.path)
+                continue
             indexed[file.path] = FileRecord(
                 file.path, file.language, file.size, file.mtime_ns, fingerprint,
-                None, (), imports, package,
+                None, (), imports, package, secrets[1],
             )  # fmt: skip
             if outline is not None:
                 outlines.append((file.path, fingerprint, outline))
@@ -187,7 +193,7 @@ class ProjectIndex:
         if progress is not None:
             progress(len(found), len(found))
         summary.outlined = len(indexed)
-        present = {file.path for file in found}
+        present = {file.path for file in found} - secret_files
         removed = [path for path in stored if path not in present]
         summary.removed = len(removed)
 
@@ -323,6 +329,9 @@ class ProjectIndex:
         old = self.records.get(path)
         if old is not None and (old.digest, old.language) == (fingerprint, language):
             return self._same_contents(path, old, size, mtime_ns, saves)
+        secret_file, secrets = scan_file(data, path)
+        if secret_file is not None:  # a file of credentials, as `.env` by its name
+            return self._remove(path, persist=saves) if path in self.records else False
 
         outline = self._outline_of(data, language, parsed)
         if language == "python":
@@ -333,7 +342,7 @@ class ProjectIndex:
         depends_before = old.depends_on if old is not None else None
         record = FileRecord(
             path, language, size, mtime_ns, fingerprint, None,
-            depends_before or (), imports, package,
+            depends_before or (), imports, package, secrets,
         )  # fmt: skip
         changed = self._resolve(self._apply(path, record))
         record = self.records[path]
@@ -650,11 +659,14 @@ def _index_file(job: Job) -> Facts:
     path, language, outline_now = job
     data = _read(path)
     fingerprint = digest(data)
+    secrets = scan_file(data, path)
+    if secrets[0] is not None:  # a file of credentials: it is left out whole
+        return fingerprint, (), "", None, secrets
     outline = parse_outline(data, language) if outline_now and language else None
     if language == "python":
-        return fingerprint, python_imports(data), "", outline
+        return fingerprint, python_imports(data), "", outline, secrets
     imports, package = import_facts(language, outline)
-    return fingerprint, imports, package, outline
+    return fingerprint, imports, package, outline, secrets
 
 
 def _digest_of(path: str) -> str:

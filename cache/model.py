@@ -72,3 +72,6 @@ class FileRecord:
     `mod name;` declarations as `self::name`)."""
     package: str = ""
     """The package a Java file declares; "" for every other file."""
+    secrets: tuple[tuple[int, int, int], ...] = ()
+    """(line, start column, end column) of each credential in the file (`cache.secrets`),
+    found once when this version (`digest`) was indexed: prompts show it masked."""

@@ -45,7 +45,7 @@ from cache.model import FileRecord, Outline
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump whenever `cache.model` or the record encoding changes: old stores are then ignored."""
 
 _SCHEMA_KEY = "meta:schema"
@@ -154,6 +154,7 @@ def _encode_record(record: FileRecord) -> bytes:
         record.depends_on,
         record.imports,
         record.package,
+        record.secrets,
     )
     return _checksummed(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
@@ -175,23 +176,31 @@ def _decode_records(entries: list[tuple[str, object]]) -> dict[str, FileRecord]:
         stream = io.BytesIO(blob)  # shares the bytes, no copy
         stream.seek(_CHECKSUM_BYTES)
         state = _PlainUnpickler(stream).load()
-        if type(state) is not tuple or len(state) != 7:
+        if type(state) is not tuple or len(state) != 8:
             raise _StoreCorrupt(f"the record of {path!r} is not a record")
         states.append(state)
     if states and not _well_typed(states):
         raise _StoreCorrupt("a record is not a record")
     return {
-        path: FileRecord(path, language, size, mtime_ns, digest, None, depends_on, imports, package)
-        for (path, _), (language, size, mtime_ns, digest, depends_on, imports, package) in zip(
-            entries, states, strict=True
-        )
+        path: FileRecord(path, *state[:4], None, *state[4:])
+        for (path, _), state in zip(entries, states, strict=True)
     }
 
 
 def _well_typed(states: list[tuple[Any, ...]]) -> bool:
     """Whether the decoded states are all (language, size, mtime_ns, digest, depends_on,
-    imports, package) of the types `FileRecord` says."""
-    languages, sizes, mtimes, digests, depends, imports, packages = zip(*states, strict=True)
+    imports, package, secrets) of the types `FileRecord` says."""
+    languages, sizes, mtimes, digests, depends, imports, packages, secrets = zip(
+        *states, strict=True
+    )
+    spans = list(chain.from_iterable(secrets))
+    if not (
+        _types(secrets) <= {tuple}
+        and _types(spans) <= {tuple}
+        and set(map(len, spans)) <= {3}
+        and _types(chain.from_iterable(spans)) <= {int}
+    ):
+        return False
     if not (
         _types(languages) <= {str, type(None)}
         and _types(sizes) <= {int}

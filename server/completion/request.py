@@ -35,7 +35,7 @@ from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
 from server.completion.prompt import PromptTemplate, choose_template, split_at_line_start
 from server.completion.prompt_tokens import PromptEncoder
-from server.completion.secrets import mask_secrets
+from server.completion.secrets import mask_document, mask_snippet
 from server.completion.stops import (
     CursorShape,
     Mode,
@@ -231,12 +231,16 @@ def render_request(
     """The context rendered with the model's template into a request (the prompt stage)."""
     assert context.cursor is not None  # build() always analyses the cursor
     shape = dataclasses.replace(context.cursor.shape, max_lines=settings.max_lines)
+    prefix, suffix = mask_document(context.prefix, context.suffix, ctx.text, ctx.file_path)
     prompt = prompting.template.prompt(
         repo_name=ctx.repo_name,
-        snippets=[(path, mask_secrets(text)) for path, text in context.files()],
+        snippets=[
+            (path, mask_snippet(text, path, ctx.file_path, ctx.text))
+            for path, text in context.files()
+        ],
         file_path=ctx.file_path,
-        prefix=context.prefix,
-        suffix=context.suffix,
+        prefix=prefix,
+        suffix=suffix,
         layout=settings.prompt_layout,
     )
     one_line = shape.mode is Mode.LINE and not settings.continue_in_background

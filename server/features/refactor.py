@@ -53,7 +53,7 @@ from server.completion.context import (
 )
 from server.completion.cursor import analyse, parse
 from server.completion.prompt import TEMPLATES
-from server.completion.secrets import mask_secrets
+from server.completion.secrets import mask_piece, mask_secrets, restore_secrets, secret_values
 
 Count = Callable[[str], int]
 
@@ -407,7 +407,7 @@ def gather_snippets(
     budget = Budget(total=cap, suffix_share=0.0, cross_file_share=1.0, prefix_step_lines=1)
     context = build_context("", "", snippets.values(), budget, count)
     ranked = sorted(context.snippets, key=lambda s: -s.score)
-    return [(snippet.path, mask_secrets(snippet.text)) for snippet in ranked]
+    return [(snippet.path, mask_secrets(snippet.text, snippet.path)) for snippet in ranked]
 
 
 def _task(
@@ -463,7 +463,7 @@ def build_prompt(
     then the code around the target (two thirds above, one third below)."""
     clean = TEMPLATES["qwen"].defuse
     fence_language = _FENCE_NAMES.get(language, language)
-    code = clean(text[target.start : target.end])
+    code = clean(mask_piece(text[target.start : target.end], text, file_path))
     indent = f"{len(target.indent)} spaces" if target.indent.strip(" ") == "" else "its tabs"
     if not target.indent:
         indent = "no indentation"
@@ -506,6 +506,8 @@ def build_prompt(
     left -= used + 40
     before_text, _ = fit_prefix(clean(text[: target.start]), max(0, left * 2 // 3), count)
     after_text, _ = fit_suffix(clean(text[target.end :].lstrip("\n")), max(0, left // 3), count)
+    before_text = mask_piece(before_text, text, file_path)
+    after_text = mask_piece(after_text, text, file_path)
     if before_text.strip():
         parts.append(
             f"The code just before it (context only, keep it out of the answer):\n"
@@ -677,10 +679,13 @@ def _spill(code: str, text: str, target: Target) -> str | None:
 
 
 def validate(
-    kind: RefactorKind, target: Target, text: str, language: str, answer: str
+    kind: RefactorKind, target: Target, text: str, language: str, answer: str, path: str = ""
 ) -> Replacement:
-    """The edit for the model's `answer`, or RefactorError saying why it cannot be used."""
+    """The edit for the model's `answer`, or RefactorError saying why it cannot be used.
+    The model saw the target's secrets masked (`build_prompt`): they are put back, so a
+    rewrite keeps the user's own values (`path` names the syntax the masking read)."""
     code = extract_code(answer)
+    code = restore_secrets(code, secret_values(text[target.start : target.end], text, path))
     if not code.strip():
         raise RefactorError("the model answered no code")
     code = reindent(code, target.indent)

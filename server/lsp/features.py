@@ -304,7 +304,7 @@ async def _refactor(
             ),
         )
         replacement = await asyncio.to_thread(
-            refactor.validate, kind, target, text, language, answer
+            refactor.validate, kind, target, text, language, answer, place.relative
         )
     except RefactorError as exc:
         raise _failed(ls, f"{title.removeprefix('Headstart: ')}: {exc}") from None

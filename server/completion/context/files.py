@@ -13,6 +13,7 @@ from typing import Final
 
 from cache.index import ProjectIndex
 from cache.model import Definition, FileRecord
+from cache.secrets import masked_lines, masked_text
 from server.completion.context.definitions import _FileDefs
 from server.completion.context.lru import V, _Lru
 from server.completion.context.rendering import (
@@ -132,6 +133,8 @@ class ProjectFiles:
         return self._defs.put(key, _FileDefs(outline.language, by_name, members, outline.imports))
 
     def file_lines(self, path: str) -> list[str] | None:
+        """The file's lines with its secrets masked (`cache.secrets`): every snippet, chunk
+        and definition is cut from these, so no window starts inside a secret."""
         record = self._record(path)
         if record is None:
             return None
@@ -142,7 +145,7 @@ class ProjectFiles:
         text = self._text_of(path)
         if text is None:
             return None
-        return self._lines.put(key, text.split("\n"))
+        return self._lines.put(key, masked_lines(text, path))
 
     def render(self, path: str, definition: Definition | None) -> _Rendered | None:
         """The snippet text of a definition of `path`, or of the file's outline."""
@@ -161,6 +164,7 @@ class ProjectFiles:
             text, start = _render_file(defs, lines), 0
         else:
             text, start = _render_definition(defs, definition, lines), definition.start_line
+        text = masked_text(text, path)  # signatures and docstrings come from the outline
         return self._rendered.put(key, _Rendered(text, start, defs.language, not text.strip()))
 
     def directories(self) -> dict[str, list[str]]:

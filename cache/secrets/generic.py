@@ -1,0 +1,220 @@
+"""Secrets no vendor format names: values of key-like names in any config or code syntax,
+passwords inside URLs, bearer and basic credentials, high-entropy literals, and the lines
+of private-key blocks.
+
+gitleaks' own generic rule wants a value of 10+ characters with 3.5 bits of entropy and no
+pure-letter value, so `POSTGRES_PASSWORD: s3cr3t!`, `password = "hunter2!"` or an INI
+`secret = Pa55word` pass it; here a name that says "this is a secret" is enough, and the
+value's shape only has to rule out code (a variable, a call, a template reference).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+
+from cache.secrets.gitleaks import Finding, shannon_entropy
+
+SECRET_WORDS = frozenset(
+    {
+        "password", "passwd", "pwd", "pass", "passphrase", "secret", "secrets", "token",
+        "tokens", "apikey", "credential", "credentials", "creds", "auth", "authorization",
+        "dsn", "salt", "pepper", "privatekey", "secretkey", "accesskey", "signingkey",
+        "masterkey", "encryptionkey", "sessionkey", "clientsecret", "webhooksecret",
+    }
+)  # fmt: skip
+"""A name holding one of these words (after splitting snake, kebab, dot and camel case,
+with "api key", "private key", ... joined) names a secret."""
+KEY_PAIRS = frozenset({"api", "private", "secret", "access", "signing", "master", "encryption",
+                       "session", "client", "webhook", "license", "app", "account", "service",
+                       "hmac", "jwt", "crypt", "cipher", "aes"})  # fmt: skip
+"""Words that make "<word> key" (or "<word> secret") a secret's name."""
+NOT_SECRET_ENDS = frozenset(
+    {
+        "name", "names", "url", "uri", "urls", "endpoint", "field", "fields", "type", "types",
+        "id", "ids", "file", "files", "path", "paths", "length", "len", "size", "header",
+        "prefix", "env", "var", "count", "max", "min", "timeout", "ttl", "expiry", "expires",
+        "expiration", "format", "mode", "class", "kind", "label", "placeholder", "pattern",
+        "regex", "hint", "dir", "help", "message", "msg", "error", "errors", "required",
+        "enabled", "valid", "validator", "validators", "policy", "model", "backend",
+        "backends", "handler", "middleware", "provider", "method", "methods", "scheme",
+        "strategy", "version", "user", "username", "login", "email", "host", "port",
+        "domain", "realm", "scope", "scopes", "audience", "issuer", "algorithm", "alg",
+        "lifetime", "location", "store", "cache", "table", "column", "key", "keys", "index",
+        "param", "option", "options", "mount", "ref", "reset", "changed", "manager",
+        "service", "client", "source", "storage", "test",
+        "tests", "view", "views", "form", "serializer", "url_name", "template", "input",
+        "callback", "hook", "list", "map", "dict", "set", "getter", "setter", "loader",
+        "reader", "writer", "parser", "rule", "rules", "signature", "text",
+        "context", "config", "settings", "schema", "spec", "doc", "docs", "description",
+    }
+)  # fmt: skip
+"""A name ending in one of these is about a secret, not one (`token_url`, `password_field`,
+`secret_name`, `AUTH_USER_MODEL`)."""
+
+ASSIGNMENT = re.compile(
+    r"""(?P<name>[A-Za-z_][\w.-]*)["']?\]?\s*(?::=|=>|\?=|=|:|,)[ \t]*
+    (?:(?P<quote>["'`])(?P<bearer>(?:bearer|basic|token)\s+)?(?P<quoted>[^"'`\n]{3,}?)(?P=quote)
+      |(?:(?:bearer|basic|token)[ \t]+)?
+       (?P<plain>[^\s"'`,;#()\[\]{}<>][^\s"'`,;#()\[\]{}<>]{2,}))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]{1,30}://[^\s:/@'\"`]*:(?P<password>[^\s@/'\"`]+)@")
+HEADER_CREDENTIAL = re.compile(
+    r"\b(?:bearer|basic)\s+(?P<value>[A-Za-z0-9._~+/=-]{12,})", re.IGNORECASE
+)
+QUOTED_LITERAL = re.compile(r"""(["'`])(?P<value>[A-Za-z0-9+/=_.~-]{20,})\1""")
+KEY_BLOCK_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
+KEY_BLOCK_END = re.compile(r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+WORD_SPLIT = re.compile(r"[_.\-\s]+")
+REFERENCE = re.compile(
+    r"""^(?:\$|%\(|%[A-Za-z_]|\{\{|\{[A-Za-z_]*\}$|<[^>]*>$|!|&|\*|@|os\.|env\b|process\.env|
+    getenv|settings\.|self\.|config\.|import\b|require\b|true$|false$|null$|none$|nil$|
+    yes$|no$|on$|off$|undefined$|str$|string$|int$|bool$|bytes$|optional|any$|required$)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+"""A value that refers to a secret kept elsewhere, or is not a value at all."""
+PLAIN_IS_LITERAL = frozenset(
+    {"ini", "cfg", "conf", "properties", "toml", "yaml", "yml", "env", "sh", "bash", "zsh",
+     "tfvars", "hcl", "tf", "dockerfile", "txt", "md", "rst", "npmrc", "pypirc", "netrc",
+     "xml", "plist", "j2", "tpl", "example", "sample", "dist", "cnf", "service", "mk", ""}
+)  # fmt: skip
+"""Syntaxes where an unquoted value after `name =` or `name:` is a literal, not code."""
+PEM_BODY = re.compile(r"""^[\s"'+]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+: .*)(?:\\n)?["'+,;\s]*$""")
+"""A line a private-key block may hold: base64, or a header such as `Proc-Type: 4,ENCRYPTED`."""
+
+
+def name_means_secret(name: str) -> bool:
+    """Whether an identifier names a secret: `STRIPE_KEY`? no; `stripe_secret_key`,
+    `dbPassword`, `X-Api-Key`, `auth_token` yes; `token_url`, `secret_name` no."""
+    words = [w for w in WORD_SPLIT.split(CAMEL.sub("_", name).lower()) if w]
+    if not words or (words[-1] in NOT_SECRET_ENDS and not _pair_at_end(words)):
+        return False
+    if any(word in SECRET_WORDS for word in words):
+        return True
+    return _pair_at_end(words) or any(
+        a in KEY_PAIRS and b in ("key", "secret") for a, b in itertools.pairwise(words)
+    )
+
+
+def _pair_at_end(words: list[str]) -> bool:
+    return len(words) >= 2 and words[-1] == "key" and words[-2] in KEY_PAIRS
+
+
+def _looks_like_code(value: str) -> bool:
+    """An unquoted value that reads as an expression: a name, an attribute, a call."""
+    return re.fullmatch(r"[A-Za-z_][\w.]*(?:\(.*)?", value) is not None
+
+
+NAME_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper")
+"""A line without one of these has no secret's name (a cheap look before ASSIGNMENT)."""
+LINE_HINT = re.compile(
+    r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper|bearer|basic|://|private key"
+    r"|[\"'`][A-Za-z0-9+/=_.~-]{20}"
+)
+"""Lower-cased text without any of these has no generic finding: one C-speed pass over a
+whole file picks the lines worth reading."""
+
+
+def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
+    """Values assigned to names that mean a secret, quoted anywhere, unquoted where the
+    syntax makes them literals (`syntax` is the file's extension, lower case)."""
+    if NAME_HINT.search(line.lower()) is None:
+        return
+    for match in ASSIGNMENT.finditer(line):
+        if not name_means_secret(match["name"]):
+            continue
+        group = "quoted" if match["quoted"] is not None else "plain"
+        value = match[group]
+        if REFERENCE.match(value) or value.strip() != value or len(value) < 4:
+            continue
+        if group == "plain" and syntax not in PLAIN_IS_LITERAL and _looks_like_code(value):
+            continue
+        if group == "quoted" and " " in value and shannon_entropy(value) < 3.5:
+            continue  # a sentence: "Enter your password"
+        wordy = re.fullmatch(r"[a-z]+|[A-Z]+|[a-zA-Z]+[._-][a-zA-Z._-]*", value) is not None
+        if wordy and len(value) < 12 and (shannon_entropy(value) < 2.6 or "." in value):
+            continue  # a word or a dotted path: `auth = "django.auth"`, "bearer"
+        yield Finding(match.start(group), match.end(group), "keyed-value")
+
+
+def url_passwords(line: str) -> Iterator[Finding]:
+    for match in URL_PASSWORD.finditer(line):
+        password = match["password"]
+        if REFERENCE.match(password) or password.startswith("{") or password in ("***", "****"):
+            continue
+        yield Finding(match.start("password"), match.end("password"), "url-password")
+
+
+def header_credentials(line: str) -> Iterator[Finding]:
+    for match in HEADER_CREDENTIAL.finditer(line):
+        value = match["value"]
+        if shannon_entropy(value) > 3.0 and not REFERENCE.match(value):
+            yield Finding(match.start("value"), match.end("value"), "auth-header")
+
+
+def high_entropy_literals(line: str) -> Iterator[Finding]:
+    """Quoted literals that look random: base64-like with mixed classes, or long hex."""
+    if '"' not in line and "'" not in line and "`" not in line:
+        return
+    for match in QUOTED_LITERAL.finditer(line):
+        value = match["value"]
+        entropy = shannon_entropy(value)
+        is_hex = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
+        if is_hex:
+            if len(value) >= 32 and entropy > 3.5 and not re.fullmatch(r"[0-9a-f]{40}", value):
+                yield Finding(match.start("value"), match.end("value"), "high-entropy-hex")
+            continue
+        mixed = (
+            re.search(r"[a-z]", value) and re.search(r"[A-Z]", value) and re.search(r"\d", value)
+        )
+        if mixed and entropy > 4.2 and not re.search(r"[./]\w+[./]", value):
+            yield Finding(match.start("value"), match.end("value"), "high-entropy-base64")
+
+
+def line_findings(line: str, syntax: str) -> list[Finding]:
+    """Every generic finding of one line."""
+    found = list(keyed_values(line, syntax))
+    if "://" in line:
+        found.extend(url_passwords(line))
+    lowered = line.lower()
+    if "bearer" in lowered or "basic" in lowered:
+        found.extend(header_credentials(line))
+    found.extend(high_entropy_literals(line))
+    return found
+
+
+def key_block_lines(text: str) -> dict[int, tuple[int, int]]:
+    """Line number -> the span to mask in it, for the lines of private-key blocks: the
+    body lines whole and what follows a BEGIN marker on its line (a key pasted into a
+    string with `\\n` escapes), found from the markers so that a window starting below a
+    BEGIN line still masks the body."""
+    if "PRIVATE KEY" not in text:
+        return {}
+    masked: dict[int, tuple[int, int]] = {}
+    lines = text.split("\n")
+    inside = False
+    for number, line in enumerate(lines):
+        begin = KEY_BLOCK_BEGIN.search(line)
+        if begin is not None:
+            end = KEY_BLOCK_END.search(line, begin.end())
+            stop = end.start() if end is not None else len(line.rstrip())
+            if stop > begin.end() and re.search(r"[A-Za-z0-9+/=]{16,}", line[begin.end() : stop]):
+                masked[number] = (begin.end(), stop)
+            inside = end is None
+            continue
+        if inside:
+            end = KEY_BLOCK_END.search(line)
+            if end is None and line.strip() and PEM_BODY.match(line) is None:
+                inside = False  # code that names the marker, not a key: `startswith("-----BEGIN")`
+                continue
+            stop = end.start() if end is not None else len(line)
+            content = line[:stop]
+            first = len(content) - len(content.lstrip())
+            last = len(content.rstrip())
+            if last > first:
+                masked[number] = (first, last)
+            inside = end is None
+    return masked
