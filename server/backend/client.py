@@ -28,6 +28,19 @@ from server.config import BackendSettings
 log = logging.getLogger(__name__)
 
 
+JSON = {"Content-Type": "application/json"}
+
+
+def json_body(body: dict[str, Any]) -> bytes:
+    """`body` as UTF-8 JSON, a lone surrogate (half of an emoji, which an editor may hold in
+    a document) sent as U+FFFD: httpx's encoder fails the whole request on one."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
 class BackendError(Exception):
     """The backend could not give a (complete) answer; the message says why, for the log."""
 
@@ -370,7 +383,9 @@ class CompletionBackend:
         chunk-gap deadlines of typing; httpx's errors as BackendErrors."""
         deadline = self.settings.first_chunk_timeout_ms / 1000
         try:
-            request = self._client.build_request("POST", "/completions", json=body, headers=headers)
+            request = self._client.build_request(
+                "POST", "/completions", content=json_body(body), headers=headers | JSON
+            )
             async with self._open(request, stream=True) as response:
                 if response.status_code != 200:
                     detail = (await response.aread())[:300].decode("utf-8", "replace")
