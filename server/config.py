@@ -363,6 +363,28 @@ class LogSettings(_Section):
 SECTION = "headstart"
 """The settings' section in workspace configuration and initializationOptions."""
 
+MACHINE_SETTINGS = (
+    "backend.mode",
+    "backend.url",
+    "backend.apiKeyEnv",
+    "backend.local",
+    "completion.tokenizer",
+    "log.file",
+    "log.requestTrace",
+    "cacheDir",
+)
+"""Settings a repository must not choose (a section's name stands for all its keys): where
+the API key and the code go, an environment variable to read, a command, its arguments
+and the model it runs, and paths to read or write outside the workspace. The server takes
+them from initializationOptions and HEADSTART_* variables alone, never from the
+workspace configuration (which an editor may answer from a repository's own files); VS
+Code's extension makes them `machine` settings."""
+
+
+def is_machine_setting(key: str) -> bool:
+    """Whether the dotted camelCase `key` is one of MACHINE_SETTINGS (or inside one)."""
+    return any(key == name or key.startswith(name + ".") for name in MACHINE_SETTINGS)
+
 
 class Settings(_Section):
     """Every setting of Headstart; docs/settings.md documents each one."""
@@ -376,6 +398,31 @@ class Settings(_Section):
     def api_key(self) -> str | None:
         """The API key, read from the environment each time so it is never stored."""
         return os.environ.get(self.backend.api_key_env) or None
+
+
+def keep_machine_settings(settings: Settings, trusted: Settings) -> tuple[Settings, list[str]]:
+    """`settings` with each of MACHINE_SETTINGS as `trusted` has it, and the names of those
+    it had otherwise: what a workspace configuration tried to choose."""
+    values = settings.model_dump(by_alias=True)
+    kept = trusted.model_dump(by_alias=True)
+    changed = []
+    for name in MACHINE_SETTINGS:
+        *parents, last = name.split(".")
+        node, source = values, kept
+        for part in parents:
+            node, source = node[part], source[part]
+        changed += _differences(node[last], source[last], name)
+        node[last] = source[last]
+    if not changed:
+        return settings, []
+    return Settings.model_validate(values), changed
+
+
+def _differences(value: Any, other: Any, name: str) -> list[str]:
+    """The dotted names of the leaves where `value` and `other` differ."""
+    if isinstance(value, dict) and isinstance(other, dict):
+        return [n for key in value for n in _differences(value[key], other[key], f"{name}.{key}")]
+    return [] if value == other else [name]
 
 
 class SettingsError(ValueError):

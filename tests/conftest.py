@@ -6,6 +6,7 @@ stdio by pytest-lsp with the recorded capabilities of real editors.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -21,7 +22,12 @@ from types import ModuleType
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import (
+    ClientServerConfig,
+    LanguageClient,
+    client_capabilities,
+    make_test_lsp_client,
+)
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -167,6 +173,23 @@ async def end_session(client: LanguageClient) -> None:
     if client.capabilities is None:
         client.exit(None)
     await client.shutdown_session()
+
+
+@contextlib.asynccontextmanager
+async def server_with_env(env: dict[str, str]) -> AsyncIterator[LanguageClient]:
+    """A started server (the test initializes it) with `env` as its environment: for a
+    setting that only initializationOptions and HEADSTART_* variables may give
+    (server.config.MACHINE_SETTINGS) and a test's initializationOptions do not."""
+    client = make_test_lsp_client()
+    await client.start_io(*SERVER_COMMAND, env=env)
+    try:
+        yield client
+        await end_session(client)
+    finally:
+        process = client._server
+        if process is not None and process.returncode is None:
+            process.kill()
+        await client.stop()
 
 
 @pytest_lsp.fixture(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import start_session
+from conftest import server_env, server_with_env, start_session
 from fake_openai import FakeBackend
 from lsp_helpers import (
     HEADER,
@@ -227,23 +227,24 @@ async def test_binary_content_gets_no_completion_and_a_log_line(
 
 
 async def test_bad_initialization_options_are_logged_by_field_and_the_defaults_used(
-    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+    fake: FakeBackend, workspace: Path
 ) -> None:
     """They are dropped, not kept: a later good update is not rejected for their sake."""
     options = {
         "backend": {"url": "ftp://x", "connectTimeoutMs": "soon"},
         "completion": {"maxTokens": 7},
     }
-    fresh.set_configuration({"backend": {"url": fake.url}}, section="headstart")
-    await start_session(fresh, "vscode", workspace, options)
+    async with server_with_env(server_env(HEADSTART_BACKEND_URL=fake.url)) as fresh:
+        fresh.set_configuration({"completion": {"multilineMaxTokens": 99}}, section="headstart")
+        await start_session(fresh, "vscode", workspace, options)
 
-    log = await wait_for_log(fresh, f"settings applied: backend {fake.url}")
-    assert "initializationOptions ignored, using the defaults" in log
-    assert "backend.url: Value error, must start with http:// or https://" in log
-    assert "backend.connectTimeoutMs: Input should be a valid integer" in log
-    canary = await open_canary(fresh, fake, workspace)
-    await still_serving(fresh, canary)
-    assert fake.events()[-1]["max_tokens"] == 128  # the default (multilineMaxTokens), not 7
+        log = await wait_for_log(fresh, f"settings applied: backend {fake.url}")
+        assert "initializationOptions ignored, using the defaults" in log
+        assert "backend.url: Value error, must start with http:// or https://" in log
+        assert "backend.connectTimeoutMs: Input should be a valid integer" in log
+        canary = await open_canary(fresh, fake, workspace)
+        await still_serving(fresh, canary)
+        assert fake.events()[-1]["max_tokens"] == 99  # the update's, and no maxTokens of 7
 
 
 @pytest.mark.parametrize(
@@ -252,16 +253,17 @@ async def test_bad_initialization_options_are_logged_by_field_and_the_defaults_u
     ids=["list", "section-string", "number"],
 )
 async def test_initialization_options_that_are_not_an_object_are_logged_and_ignored(
-    fresh: LanguageClient, fake: FakeBackend, workspace: Path, options: object
+    fake: FakeBackend, workspace: Path, options: object
 ) -> None:
-    fresh.set_configuration({"backend": {"url": fake.url}}, section="headstart")
-    await start_session(fresh, "vscode", workspace, options)
-    log = await wait_for_log(fresh, f"settings applied: backend {fake.url}")
-    kind = "str" if isinstance(options, dict) else type(options).__name__
-    assert f"initializationOptions must be an object, got {kind}; using the defaults" in log
-    canary = await open_canary(fresh, fake, workspace)
-    await still_serving(fresh, canary)
-    assert fake.events()[-1]["max_tokens"] == 128  # line mode goes on in the background
+    async with server_with_env(server_env(HEADSTART_BACKEND_URL=fake.url)) as fresh:
+        await start_session(fresh, "vscode", workspace, options)
+        kind = "str" if isinstance(options, dict) else type(options).__name__
+        await wait_for_log(
+            fresh, f"initializationOptions must be an object, got {kind}; using the defaults"
+        )
+        canary = await open_canary(fresh, fake, workspace)
+        await still_serving(fresh, canary)
+        assert fake.events()[-1]["max_tokens"] == 128  # line mode goes on in the background
 
 
 async def test_a_settings_section_that_is_not_an_object_keeps_the_last_good_settings(

@@ -160,22 +160,26 @@ async def test_a_bad_settings_update_keeps_the_last_good_settings(
     assert await suggestion(vscode, uri, position) == "one()"
 
 
-async def test_pulled_workspace_configuration_switches_the_backend(
+async def test_pulled_workspace_configuration_is_applied(
     vscode: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:
+    """(Except the settings a repository must not choose: tests/test_lsp_settings.py.)"""
     fake.script([], default_text="one()\n")
     text, position = cursor_at("x = █\n")
     uri = open_document(vscode, workspace / "cfg.py", text)
     assert await suggestion(vscode, uri, position) == "one()"
+    assert fake.events()[-1]["max_tokens"] == 128
 
-    with FakeBackend(model="second-model", default_text="two()\n") as second:
-        vscode.set_configuration(
-            {"backend": {"url": second.url, "firstChunkTimeoutMs": 1000}}, section="headstart"
-        )
-        vscode.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-        await asyncio.sleep(0.3)
-        assert await suggestion(vscode, uri, position) == "two()"
-        assert second.events()[-1]["model"] == "second-model"
+    vscode.set_configuration({"completion": {"multilineMaxTokens": 77}}, section="headstart")
+    vscode.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    for _ in range(100):  # the pull's answer, applied
+        if logs(vscode).count("settings applied") == 2:
+            break
+        await asyncio.sleep(0.05)
+    text, position = cursor_at("y = █\n")
+    uri = open_document(vscode, workspace / "cfg2.py", text)
+    assert await suggestion(vscode, uri, position) == "one()"
+    assert fake.events()[-1]["max_tokens"] == 77
 
 
 async def test_the_api_key_from_the_environment_is_sent_as_a_bearer_token(

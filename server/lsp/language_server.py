@@ -43,7 +43,13 @@ from server.completion.stops import Mode
 from server.completion.suggestion_cache import SuggestionCache
 from server.completion.throttle import BackgroundThrottle
 from server.completion.trees import DocumentTrees
-from server.config import CompletionSettings, SettingsError, load_settings
+from server.config import (
+    CompletionSettings,
+    Settings,
+    SettingsError,
+    keep_machine_settings,
+    load_settings,
+)
 from server.features.semantic_tokens.document import DocumentTokens
 from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp import stdio
@@ -78,6 +84,8 @@ class HeadstartServer(LanguageServer):
         except SettingsError as exc:  # a bad HEADSTART_* variable must not stop the server
             log.error("%s; starting with the defaults", exc)
             self.settings = load_settings(environ={})
+        self.ignored_workspace_choices: list[str] = []
+        """The machine settings the workspace configuration last tried to choose."""
         self.local = LocalBackend(self)
         """The shared local vLLM, with `backend.mode: local`."""
         self.backend = CompletionBackend(
@@ -111,9 +119,16 @@ class HeadstartServer(LanguageServer):
         self.legend = FULL_LEGEND
 
     async def apply_settings(self, *layers: dict[str, Any] | None) -> None:
-        """Validate and switch to new settings; on a bad value keep the last good ones."""
+        """Validate and switch to new settings; on a bad value keep the last good ones.
+
+        `layers` come from the workspace configuration, which cannot choose a machine
+        setting (`without_workspace_choices`). Each part is applied on its own: one that
+        fails (an unwritable log file) is reported and keeps its previous value, so the
+        rest still takes effect and the same update sent again tries that part again."""
         try:
             settings = load_settings(self.init_options, *layers)
+            if layers:
+                settings = self.without_workspace_choices(settings)
         except SettingsError as exc:
             log.error("%s; keeping the previous settings", exc)
             self.window_show_message(
@@ -122,19 +137,63 @@ class HeadstartServer(LanguageServer):
             return
         if settings == self.settings:
             return
-        backend_changed = settings.backend != self.settings.backend
-        self.settings = settings
+        previous, self.settings = self.settings, settings
         self.throttle.budget_ms = settings.completion.background_throttle_ms
-        self.configure_logging()
+        self._follow_log_settings(previous)
         self._follow_request_trace()
-        if backend_changed:
+        if self.settings.backend != previous.backend:
             await self.replace_backend()
         log.info(
             "settings applied: backend %s, model %s",
             "local vLLM" if settings.backend.mode == "local" else settings.backend.url,
             settings.backend.model or "(from /v1/models)",
         )
-        await self.local.follow(settings)
+        await self.local.follow(self.settings)
+
+    def without_workspace_choices(self, settings: Settings) -> Settings:
+        """`settings` with the machine settings of initializationOptions and HEADSTART_*
+        variables: an editor may answer workspace/configuration from a repository's own
+        files (VS Code's folder settings, a project's .neoconf.json), and a repository must
+        not choose where the key goes, what runs or what is written (docs/settings.md)."""
+        kept, ignored = keep_machine_settings(settings, load_settings(self.init_options))
+        if ignored and ignored != self.ignored_workspace_choices:
+            message = (
+                f"Headstart ignored {', '.join(ignored)} from the workspace configuration: "
+                "these are taken from initializationOptions or HEADSTART_* variables only "
+                "(in VS Code: user or remote settings)"
+            )
+            log.warning("%s", message)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+        self.ignored_workspace_choices = ignored
+        return kept
+
+    def _follow_log_settings(self, previous: Settings) -> None:
+        """Log at the new level to the new file; a file that cannot be opened keeps the
+        previous one (and its setting), and says so."""
+        try:
+            self.configure_logging()
+            return
+        except OSError as exc:
+            failed, error = self.settings.log.file, exc.strerror or str(exc)
+        kept = previous.log.file
+        log_settings = self.settings.log.model_copy(update={"file": kept})
+        self.settings = self.settings.model_copy(update={"log": log_settings})
+        try:
+            self.configure_logging()
+        except OSError:  # the previous file went away meanwhile
+            kept = None
+            configure_logging(self.settings.log.level, None)
+        still = f"still logging to {kept}" if kept else "not logging to a file"
+        message = (
+            f"Headstart: log.file: cannot write {failed} ({error}); {still}. "
+            "The other settings are applied."
+        )
+        log.error("%s", message)
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=message)
+        )
 
     async def replace_backend(self) -> None:
         """A new backend client for the current settings; requests on the old one end."""

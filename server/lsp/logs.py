@@ -61,20 +61,26 @@ class EditorLogHandler(logging.Handler):
 
 
 def configure_logging(level: str = "info", file: str | None = None) -> None:
-    """Root logger: stderr always (warnings and up), a file if asked, at `level`."""
-    root = logging.getLogger()
-    root.setLevel(logging.DEBUG)
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    stderr = logging.StreamHandler()
-    stderr.setLevel(logging.WARNING)
-    stderr.setFormatter(logging.Formatter(FORMAT))
-    root.addHandler(stderr)
+    """Root logger: stderr always (warnings and up), a file if asked, at `level`.
+
+    The file is opened first: one that cannot be (OSError) leaves the logging as it was.
+    """
+    to_file = None
     if file:
         Path(file).expanduser().parent.mkdir(parents=True, exist_ok=True)
         to_file = logging.FileHandler(Path(file).expanduser(), encoding="utf-8")
         to_file.setLevel(LEVELS[level])
         to_file.setFormatter(logging.Formatter(FORMAT))
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG)
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        handler.close()
+    stderr = logging.StreamHandler()
+    stderr.setLevel(logging.WARNING)
+    stderr.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(stderr)
+    if to_file is not None:
         root.addHandler(to_file)
     for name in OUR_LOGGERS:
         for handler in logging.getLogger(name).handlers:
