@@ -10,6 +10,7 @@ round (as VS Code's `TextDocument` does).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 LINE_BREAKS = ["\n", "\r\n", "\r"]
@@ -37,18 +38,17 @@ class ModelText:
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
         self.text = text
         self.encoding = encoding
+        self._lines: tuple[str, list[Line]] | None = None
 
     def lines(self) -> list[Line]:
-        text, found, start, i = self.text, [], 0, 0
-        while i < len(text):
-            if text[i] == "\n" or text[i] == "\r":
-                end = i + 2 if text[i : i + 2] == "\r\n" else i + 1
-                found.append(Line(start, i, end))
-                start = i = end
-            else:
-                i += 1
-        found.append(Line(start, len(text), len(text)))
-        return found
+        if self._lines is None or self._lines[0] is not self.text:
+            found, start = [], 0
+            for end in re.finditer(r"\r\n|\r|\n", self.text):
+                found.append(Line(start, end.start(), end.end()))
+                start = end.end()
+            found.append(Line(start, len(self.text), len(self.text)))
+            self._lines = (self.text, found)
+        return self._lines[1]
 
     def offset(self, line: int, character: int) -> int:
         lines = self.lines()

@@ -3,16 +3,18 @@ server, with a fake model that misbehaves at random.
 
 Each example opens a new document and applies a random sequence of incremental and whole
 changes (ranges out of the document and reversed included, versions repeated, skipped or
-older; text with CRLF, tabs, NULs, accents and characters outside the BMP; a 6 MB text),
-closes and reopens, inline completions, completions, hovers, code
-actions, semantic tokens (full and delta), cancels and settings changes with bad values.
-After it, the server must still answer, its text for the document must equal pygls's
-own `TextDocument` fed the same edits (the reference for LSP's edit semantics, clamping
-included; the text is read back from the prompt the server sends the model), and nothing
-it logged may be a traceback.
+older; text with CRLF, lone CR, tabs, NULs, accents, characters outside the BMP and every
+character `str.splitlines` takes for a line break but LSP does not; a 6 MB text),
+closes and reopens, inline completions, completions, hovers, code actions, semantic
+tokens (full and delta), cancels, settings changes with bad values, raw garbage between
+messages and requests sent in broken frames (server.lsp.framing's faults).
+After every step the server must answer, and its text for the document must equal an
+independent model's (tests/lsp_text_model.py, LSP's edit semantics, clamping included;
+the text is read back from the prompt the server sends the model); a request in a
+broken frame must be answered too. Nothing it logged may be a traceback.
 
 `HEADSTART_FUZZ_EXAMPLES` sets how many examples run (200 by default;
-`benchmarks/README.md` runs thousands).
+`benchmarks/README.md` runs thousands); the totals are printed at the end (with `-s`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -31,10 +36,11 @@ from fake_openai import FakeBackend
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsp_helpers import logs, open_document
+from lsp_text_model import NOT_LINE_BREAKS, ModelText
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.workspace import TextDocument
 from pytest_lsp import LanguageClient
+from test_lsp_framing import FAULTS
 
 from server.config import CompletionSettings
 
@@ -42,7 +48,8 @@ EXAMPLES = int(os.environ.get("HEADSTART_FUZZ_EXAMPLES", "200"))
 REPLY_S = 10.0
 """Every request must be answered (a result or an error) within this long."""
 
-PIECES = ["a", "b", "x", "_", " ", "(", ")", ":", "=", "\n", "\r\n", "\t", "é", "😀", "\x00"]
+PIECES = ["a", "b", "x", "_", " ", "(", ")", ":", "=", "\n", "\r\n", "\r", "\t", "é", "😀", "\x00"]
+PIECES += NOT_LINE_BREAKS
 TEXT = st.lists(st.sampled_from(PIECES), max_size=24).map("".join)
 LINE = st.integers(0, 8)
 CHARACTER = st.integers(0, 24)
@@ -71,9 +78,25 @@ OPERATIONS = st.one_of(
     st.tuples(st.just("tokens_delta")),
     st.tuples(st.just("cancel"), LINE, CHARACTER),
     st.tuples(st.just("settings"), st.sampled_from(range(len(BAD_SETTINGS)))),
+    st.tuples(st.just("fault"), st.sampled_from(sorted(FAULTS)), LINE, CHARACTER),
+    st.tuples(st.just("garbage"), st.binary(min_size=1, max_size=40)),
 )
 MISBEHAVIOURS = ["normal", "normal", "drop", "garbage", "http_500", "corrupt", "empty", "stall"]
 COUNTER = itertools.count()
+TOTALS: Counter[str] = Counter()
+"""Sequences, steps, checks and faults run, printed at the end of the module."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def totals() -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    print(
+        f"\nfuzz totals: {TOTALS['sequences']} sequences, {TOTALS['steps']} steps, "
+        f"{TOTALS['checks']} text checks, {TOTALS['faults']} framing faults "
+        f"({TOTALS['garbage']} garbage runs), {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
 
 
 @pytest_lsp.fixture(config=CONFIG)
@@ -110,24 +133,20 @@ async def test_a_fuzzed_session_keeps_the_documents_text_and_the_server_answerin
     misbehaviour: str,
 ) -> None:
     client = fuzzed
-    fake.script([{"text": "x = 1\n", "behaviour": misbehaviour, "first_delay_ms": 5}])
+    misbehaving = [{"text": "x = 1\n", "behaviour": misbehaviour, "first_delay_ms": 5}]
+    TOTALS["sequences"] += 1
     path = client.workspace_path / f"fuzzed_{next(COUNTER)}.py"  # type: ignore[attr-defined]
     uri = open_document(client, path, start)
-    model = TextDocument(uri, start, version=1)
+    model = ModelText(start)
     session = Session(client, uri)
+    await session.check(fake, model)
     for operation in operations:
+        fake.script(misbehaving)
         await session.apply(operation, model)
-
+        TOTALS["steps"] += 1
+        fake.script([{"text": "x = 1\n"}])
+        await session.check(fake, model)
     fake.reset()
-    fake.script([{"text": "x = 1\n"}])
-    text = model.source
-    await session.request(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, session.inline(position_at_end(model))
-    )
-    if "\x00" not in text and len(text) <= MAX_FILE_BYTES:  # never sent: binary or too big
-        # (a retry of an earlier request may still arrive after the reset)
-        prompts = [str(event["prompt"]) for event in fake.events()]
-        assert any(text in prompt for prompt in prompts), (text, [p[-300:] for p in prompts])
     assert "Traceback" not in logs(client)
 
 
@@ -139,6 +158,8 @@ class Session:
         self.uri = uri
         self.version = 1
         self.tokens_id: str | None = None
+        self.pending: asyncio.Future[Any] | None = None
+        """The reply to a request sent in a broken frame, due by the next check."""
 
     def document(self) -> types.TextDocumentIdentifier:
         return types.TextDocumentIdentifier(uri=self.uri)
@@ -160,14 +181,45 @@ class Session:
         except JsonRpcException:
             return None
 
-    async def apply(self, operation: tuple[Any, ...], model: TextDocument) -> None:
+    async def check(self, fake: FakeBackend, model: ModelText) -> None:
+        """The server answers, and its text is the model's: an inline completion at the end of
+        the document sends the model a prompt holding all of it. A request in a broken
+        frame before it (`fault`) must have been answered too."""
+        seen = len(fake.events())
+        end = at(*model.end())
+        await self.request(types.TEXT_DOCUMENT_INLINE_COMPLETION, self.inline(end))
+        if self.pending is not None:
+            with contextlib.suppress(JsonRpcException):
+                await asyncio.wait_for(self.pending, REPLY_S)
+            self.pending = None
+        text = model.text
+        if "\x00" in text or len(text) > MAX_FILE_BYTES:  # never sent: binary or too big
+            return
+        # (a retry of an earlier request may still arrive meanwhile)
+        prompts = [str(event["prompt"]) for event in fake.events()[seen:]]
+        assert any(text in prompt for prompt in prompts), (text, [p[-300:] for p in prompts])
+        TOTALS["checks"] += 1
+
+    def broken_frame(self, fault: str, position: types.Position) -> None:
+        """A hover request, its frame broken as `fault` says; answered by the next check."""
+        writer = self.client.protocol.writer
+        self.client.protocol.writer = FaultyWriter(writer, fault)
+        try:
+            params = types.HoverParams(text_document=self.document(), position=position)
+            self.pending = self.client.protocol.send_request_async(
+                types.TEXT_DOCUMENT_HOVER, params
+            )
+        finally:
+            self.client.protocol.writer = writer
+
+    async def apply(self, operation: tuple[Any, ...], model: ModelText) -> None:
         kind, *args = operation
         if kind == "reopen":
             self.client.text_document_did_close(
                 types.DidCloseTextDocumentParams(text_document=self.document())
             )
             self.version = 1
-            model.apply_change(types.TextDocumentContentChangeWholeDocument(text=args[0]))
+            model.text = args[0]
             self.client.text_document_did_open(
                 types.DidOpenTextDocumentParams(
                     text_document=types.TextDocumentItem(
@@ -188,10 +240,11 @@ class Session:
                         text=text,
                     )
                 )
+                model.edit((start_line, start_char), (end_line, end_char), text)
             else:
                 whole = args[0] if kind == "replace" else BIG
                 change = types.TextDocumentContentChangeWholeDocument(text=whole)
-            model.apply_change(change)
+                model.text = whole
             self.client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
                     text_document=types.VersionedTextDocumentIdentifier(
@@ -237,18 +290,28 @@ class Session:
             self.client.workspace_did_change_configuration(
                 types.DidChangeConfigurationParams(settings={"headstart": BAD_SETTINGS[args[0]]})
             )
+        elif kind == "fault":
+            TOTALS["faults"] += 1
+            self.broken_frame(args[0], at(*args[1:]))
+        elif kind == "garbage":
+            TOTALS["garbage"] += 1
+            self.client.protocol.writer.write(args[0] + b"\r\n\r\n")
+
+
+class FaultyWriter:
+    """Writes the next frame broken as one of `test_lsp_framing.FAULTS` says."""
+
+    def __init__(self, writer: Any, fault: str) -> None:
+        self.writer = writer
+        self.fault = fault
+
+    def write(self, data: bytes) -> Any:
+        _, _, body = data.partition(b"\r\n\r\n")
+        return self.writer.write(FAULTS[self.fault](body))
+
+    def close(self) -> Any:
+        return self.writer.close()
 
 
 def at(line: int, character: int) -> types.Position:
     return types.Position(line=line, character=character)
-
-
-def position_at_end(document: TextDocument) -> types.Position:
-    """The end of the document in UTF-16 units, its lines split as pygls splits them."""
-    lines = document.lines
-    if not lines:
-        return at(0, 0)
-    last = lines[-1]
-    if last != last.rstrip("\r\n"):
-        return at(len(lines), 0)
-    return at(len(lines) - 1, len(last.encode("utf-16-le")) // 2)
