@@ -14,6 +14,7 @@ from lsp_text_model import LINE_BREAKS, NOT_LINE_BREAKS, ModelText
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from server.features.semantic_tokens.encoding import Columns
 from server.lsp.documents import LspPositionCodec, LspTextDocument, lsp_lines, offset_in
 
 PIECES = st.sampled_from(["a", "b", " ", "é", "😀", "\t", *LINE_BREAKS, *NOT_LINE_BREAKS])
@@ -85,3 +86,18 @@ async def test_an_edit_below_a_form_feed_lands_where_the_editor_put_it(
         assert await suggestion(vscode, uri, pos(4, 9)) == "2"
         expected = f"import os\n{odd}\ndef f():\n    return os\nVALUE = 7"
         assert expected in fake.events()[-1]["prompt"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=TEXT, encoding=ENCODING, where=st.floats(0, 1))
+def test_tree_sitter_points_convert_to_the_models_positions(
+    text: str, encoding: str, where: float
+) -> None:
+    """Semantic tokens come from tree-sitter, whose rows end at `\\n` only."""
+    offset = int(where * len(text))
+    if text[offset - 1 : offset + 1] == "\r\n":
+        return  # inside a line ending: no position
+    row = text[:offset].count("\n")
+    byte_column = len(text[text.rfind("\n", 0, offset) + 1 : offset].encode("utf-8"))
+    position = Columns(text, encoding).position(row, byte_column)
+    assert position == ModelText(text, encoding).position(offset)
