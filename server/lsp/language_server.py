@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
@@ -219,12 +219,17 @@ class HeadstartServer(LanguageServer):
             self.stdin_read_by = "a reader thread (stdin is not a pipe)"
         stdio.start_io(self, stdin, stdout)
 
+    def start_tcp(self, host: str, port: int) -> None:
+        """pygls's TCP server, its messages framed as stdin's are (server.lsp.stdio)."""
+        stdio.start_tcp(self, host, port)
+
     def report_server_error(self, error: Exception, source: Any) -> None:
         """pygls shows every error outside a request (a notification handler's, a message it
         could not send) in a pop-up, a KeyError naming a URI included: nothing the user can
         act on. Logged in one line instead (its traceback at debug level)."""
         log.error("%s: %s", getattr(source, "__name__", source), error)
-        log.debug("the error's traceback", exc_info=error)
+        where = error.data if isinstance(error, JsonRpcException) and error.data else None
+        log.debug("the error's traceback: %s", where, exc_info=None if where else error)
 
     def report_completion(
         self,

@@ -1,4 +1,5 @@
-"""The editor's messages read from stdin, framed by `server.lsp.framing`, and dispatched.
+"""The editor's messages read from stdin (or one TCP client), framed by
+`server.lsp.framing`, and dispatched.
 
 pygls reads stdin on a worker thread: every message is three reads there (its header
 line, the blank line, its body), each handed to the thread and its result back to the
@@ -17,6 +18,7 @@ or a pop-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -125,6 +127,27 @@ async def _serve(server: HeadstartServer, stdin: BinaryIO, stop: threading.Event
         return await asyncio.get_running_loop().run_in_executor(server.thread_pool, read1, size)
 
     await serve(server, on_thread, stop)
+
+
+def start_tcp(server: HeadstartServer, host: str, port: int) -> None:
+    """Serve one client at a time over TCP as pygls's `start_tcp` does, its messages framed
+    by `FrameReader` too; until the server shuts down."""
+    stop = threading.Event()
+    server._stop_event = stop
+
+    async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.protocol.set_writer(writer)
+        await serve(server, reader.read, stop)
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+    async def listen() -> None:
+        server._server = await asyncio.start_server(connected, host, port)
+        log.info("listening on %s:%d", host, port)
+        async with server._server:
+            await server._server.serve_forever()
+
+    with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
+        asyncio.run(listen())
 
 
 def start_io(server: HeadstartServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
