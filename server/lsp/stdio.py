@@ -26,16 +26,14 @@ import os
 import stat
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.io_ import StdoutWriter
+from pygls.lsp.server import LanguageServer
 
 from server.lsp.framing import Fault, FrameReader, decoded_prefix, leading_id, message_id
 from server.lsp.protocol import HeadstartProtocol
-
-if TYPE_CHECKING:
-    from server.lsp.language_server import HeadstartServer
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +50,7 @@ def readable_on_loop(stdin: BinaryIO, stdout: BinaryIO) -> bool:
     return pipe and not os.path.samestat(read_end, write_end)
 
 
-def dispatch(server: HeadstartServer, reader: FrameReader, frame: bytes | Fault) -> None:
+def dispatch(server: LanguageServer, reader: FrameReader, frame: bytes | Fault) -> None:
     """Hand one frame to the protocol; a bad one is answered (where its id is known) and
     logged in one line."""
     protocol = server.protocol
@@ -81,7 +79,7 @@ def dispatch(server: HeadstartServer, reader: FrameReader, frame: bytes | Fault)
     protocol.handle_message(message)
 
 
-def _not_json(server: HeadstartServer, reader: FrameReader, frame: bytes, exc: ValueError) -> None:
+def _not_json(server: LanguageServer, reader: FrameReader, frame: bytes, exc: ValueError) -> None:
     """A body that is no JSON: when a whole message starts it, its Content-Length said too
     much and what follows belongs to the next message (put back to be read again)."""
     reader.last_was_bad()
@@ -98,7 +96,7 @@ def _not_json(server: HeadstartServer, reader: FrameReader, frame: bytes, exc: V
 
 
 async def serve(
-    server: HeadstartServer, read: Callable[[int], Awaitable[bytes]], stop: threading.Event
+    server: LanguageServer, read: Callable[[int], Awaitable[bytes]], stop: threading.Event
 ) -> None:
     """Read and dispatch messages until the input ends or `stop` is set (`exit`)."""
     reader = FrameReader(read)
@@ -113,8 +111,10 @@ async def serve(
             log.debug("the message could not be handled", exc_info=exc)
 
 
-async def _serve(server: HeadstartServer, stdin: BinaryIO, stop: threading.Event) -> None:
-    if server.stdin_read_by == "the event loop":
+async def _serve(
+    server: LanguageServer, stdin: BinaryIO, on_loop: bool, stop: threading.Event
+) -> None:
+    if on_loop:
         stream = asyncio.StreamReader()
         loop = asyncio.get_running_loop()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), stdin)
@@ -129,7 +129,7 @@ async def _serve(server: HeadstartServer, stdin: BinaryIO, stop: threading.Event
     await serve(server, on_thread, stop)
 
 
-def start_tcp(server: HeadstartServer, host: str, port: int) -> None:
+def start_tcp(server: LanguageServer, host: str, port: int) -> None:
     """Serve one client at a time over TCP as pygls's `start_tcp` does, its messages framed
     by `FrameReader` too; until the server shuts down."""
     stop = threading.Event()
@@ -150,14 +150,14 @@ def start_tcp(server: HeadstartServer, host: str, port: int) -> None:
         asyncio.run(listen())
 
 
-def start_io(server: HeadstartServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
+def start_io(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     """Serve `server` over stdin/stdout as pygls's `start_io` does, reading stdin on the event
     loop where `readable_on_loop`; until the input ends or the client sends `exit`."""
     stop = threading.Event()
     server._stop_event = stop  # pygls's shutdown() sets it
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
-        asyncio.run(_serve(server, stdin, stop))
+        asyncio.run(_serve(server, stdin, readable_on_loop(stdin, stdout), stop))
     except BrokenPipeError:
         log.error("the editor closed the connection; shutting down")
     except (KeyboardInterrupt, SystemExit):
