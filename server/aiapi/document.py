@@ -34,8 +34,8 @@ class ContractProblem:
 
     def describe(self, source: str) -> str:
         where = f"{source}:{self.line}" if self.line is not None else source
-        at = "/".join(str(part) for part in self.pointer)
-        return f"{where}: {at + ': ' if at else ''}{self.message}"
+        at = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in self.pointer)
+        return f"{where}: {'#' + at + ': ' if at else ''}{self.message}"
 
 
 class ContractError(Exception):
@@ -194,8 +194,29 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
+def _deepest(error: Any) -> tuple[Pointer, str]:
+    """Of a oneOf's alternatives, the errors that go deepest into the document: for a
+    misspelt `in: querry` that is the `in` line, with every value the alternatives allow."""
+    leaves: list[Any] = []
+
+    def walk(node: Any) -> None:
+        leaves.append(node)
+        for child in node.context or ():
+            walk(child)
+
+    walk(error)
+    depth = max(len(leaf.absolute_path) for leaf in leaves)
+    first = next(leaf for leaf in leaves if len(leaf.absolute_path) == depth)
+    deepest = [leaf for leaf in leaves if leaf.absolute_path == first.absolute_path]
+    if len(deepest) > 1 and all(leaf.validator == "enum" for leaf in deepest):
+        allowed: list[Any] = []
+        for leaf in deepest:
+            allowed.extend(v for v in leaf.validator_value if v not in allowed)
+        return tuple(first.absolute_path), f"{first.instance!r} is not one of {allowed!r}"
+    return tuple(first.absolute_path), str(first.message)
+
+
 def _validate(document: ContractDocument) -> list[ContractProblem]:
-    from jsonschema.exceptions import best_match
     from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
 
     version = document.openapi_version
@@ -217,14 +238,16 @@ def _validate(document: ContractDocument) -> list[ContractProblem]:
         message = f"openapi: {version!r} is not 3.0.x or 3.1.x" if version else "no `openapi` key"
         return [ContractProblem(message, where, document.line_of(where))]
     validator = validator_class(document.data, base_uri=document.path.resolve().as_uri())
-    problems = []
+    problems: list[ContractProblem] = []
     try:
         for error in validator.iter_errors():
-            best = best_match([error]) if error.context else error
-            pointer = tuple(best.absolute_path)
+            pointer, message = _deepest(error)
             if pointer and pointer[0] not in document.data:
                 pointer = ()  # a rule's error, relative to a schema it does not name
-            problems.append(ContractProblem(best.message, pointer, document.line_of(pointer)))
+            if not pointer and problems:
+                continue  # the same problem again, as a rule saw it, with no place to show
+            message = message if len(message) <= 300 else message[:300] + "…"
+            problems.append(ContractProblem(message, pointer, document.line_of(pointer)))
             if len(problems) >= MAX_PROBLEMS:
                 break
     except Exception as exc:  # an unresolvable $ref surfaces here, not as a ValidationError

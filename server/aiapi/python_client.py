@@ -13,6 +13,7 @@ import ast
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -76,25 +77,16 @@ def ruff_format(folder: Path) -> None:
 
 def _write_models(document: ContractDocument, package: Path) -> set[str]:
     """datamodel-code-generator's pydantic v2 models; the names of the top-level classes."""
-    from datamodel_code_generator import PythonVersion, generate
-    from datamodel_code_generator.enums import DataModelType, InputFileType
-    from datamodel_code_generator.format import Formatter
-
-    generated = generate(
-        document.path,
-        input_file_type=InputFileType.OpenAPI,
-        output_model_type=DataModelType.PydanticV2BaseModel,
-        target_python_version=PythonVersion.PY_311,
-        use_standard_collections=True,
-        use_union_operator=True,
-        use_double_quotes=True,
-        use_annotated=True,
-        field_constraints=True,
-        set_default_enum_member=True,
-        disable_timestamp=True,
-        custom_file_header=f'"""{header(document, "Models")}"""',
-        formatters=[Formatter.RUFF_FORMAT],
-    )
+    schemas = (document.data.get("components") or {}).get("schemas")
+    if not schemas:  # datamodel-code-generator refuses a document without models
+        (package / "models.py").write_text(
+            f'"""{header(document, "Models")}"""\n\n# The document defines no schemas.\n',
+            encoding="utf-8",
+        )
+        return set()
+    with warnings.catch_warnings():  # "format 'uint32' not understood": it falls back to int
+        warnings.simplefilter("ignore")
+        generated = _generate_models(document)
     if isinstance(generated, str):
         (package / "models.py").write_text(generated, encoding="utf-8")
         return _top_level_names(generated)
@@ -110,6 +102,28 @@ def _write_models(document: ContractDocument, package: Path) -> set[str]:
     if not (models / "__init__.py").exists():
         (models / "__init__.py").write_text("", encoding="utf-8")
     return names
+
+
+def _generate_models(document: ContractDocument) -> Any:
+    from datamodel_code_generator import PythonVersion, generate
+    from datamodel_code_generator.enums import DataModelType, InputFileType
+    from datamodel_code_generator.format import Formatter
+
+    return generate(
+        document.path,
+        input_file_type=InputFileType.OpenAPI,
+        output_model_type=DataModelType.PydanticV2BaseModel,
+        target_python_version=PythonVersion.PY_311,
+        use_standard_collections=True,
+        use_union_operator=True,
+        use_double_quotes=True,
+        use_annotated=True,
+        field_constraints=True,
+        set_default_enum_member=True,
+        disable_timestamp=True,
+        custom_file_header=f'"""{header(document, "Models")}"""',
+        formatters=[Formatter.RUFF_FORMAT],
+    )
 
 
 def _top_level_names(source: str) -> set[str]:
