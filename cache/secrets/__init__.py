@@ -209,6 +209,64 @@ def masked_lines(
     return mask_lines(lines, _memo.found(text, path))
 
 
+def secret_strings(
+    text: str, path: str = "", known: tuple[str, tuple[tuple[int, int, int], ...]] | None = None
+) -> tuple[str, ...]:
+    """The secrets of a file version, as text, longest first: what `mask_known` hides in
+    pieces made from the file other than its lines (an outline's signatures, maybe cut)."""
+    lines = text.split("\n")
+    if (
+        known is not None
+        and xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass")) == known[0]
+    ):
+        found = spans_by_line(known[1])
+    else:
+        found = _memo.found(text, path)
+    values = {
+        lines[number][start:end]
+        for number, spans in found.items()
+        if number < len(lines)
+        for start, end in spans
+    }
+    return tuple(sorted((v for v in values if v != MASK), key=len, reverse=True))
+
+
+KNOWN_PREFIX = 6
+"""Characters of a known secret that start a search for it, whole or cut, in a piece."""
+
+
+def mask_known(text: str, values: tuple[str, ...]) -> str:
+    """`text` with every occurrence of `values`, or of a cut start of one (at least
+    KNOWN_PREFIX characters, as an outline clips a long signature), replaced by MASK."""
+    for value in values:
+        head = value[:KNOWN_PREFIX]
+        if head not in text:
+            continue
+        pieces: list[str] = []
+        kept = 0
+        at = text.find(head)
+        while at >= 0:
+            length = KNOWN_PREFIX
+            while (
+                length < len(value)
+                and at + length < len(text)
+                and text[at + length] == value[length]
+            ):
+                length += 1
+            end = at + length
+            if length == len(value) or (length >= 8 and _is_cut(text, end)):
+                pieces += (text[kept:at], MASK)
+                kept = end
+            at = text.find(head, end)
+        text = "".join(pieces) + text[kept:]
+    return text
+
+
+def _is_cut(text: str, end: int) -> bool:
+    """Whether `text` is cut at `end`: ends there, or goes on with an ellipsis or a newline."""
+    return end >= len(text) or text.startswith(("...", "…", "\n"), end)
+
+
 def flat_spans(found: dict[int, tuple[Span, ...]]) -> tuple[tuple[int, int, int], ...]:
     """`find_secrets`' answer as the index records it: (line, start, end) triples."""
     return tuple(
@@ -265,8 +323,8 @@ def mask_window(prefix: str, suffix: str, document: str, path: str) -> tuple[str
     )
     masked_cursor_line = _mask_line(cursor_line, spans) if spans else cursor_line
     typed_masked, rest_masked = _split_at(masked_cursor_line, cursor_line, spans, column)
-    prefix_masked = _mask_block(head, syntax, blocks) + newline + typed_masked
-    suffix_masked = rest_masked + newline_after + _mask_block(tail, syntax, blocks)
+    prefix_masked = _mask_block(head, syntax, blocks, document) + newline + typed_masked
+    suffix_masked = rest_masked + newline_after + _mask_block(tail, syntax, blocks, document)
     return prefix_masked, suffix_masked
 
 
@@ -274,7 +332,7 @@ def mask_piece(text: str, document: str, path: str) -> str:
     """A piece of the open document (its imports, its tail) masked, private-key blocks
     known from the whole document."""
     blocks = _block_lines(document) if "PRIVATE KEY" in document else frozenset()
-    return _mask_block(text, syntax_of(path), blocks)
+    return _mask_block(text, syntax_of(path), blocks, document)
 
 
 def secret_values(text: str, document: str, path: str) -> list[str]:
@@ -316,17 +374,38 @@ def _window_spans(line: str, syntax: str, blocks: frozenset[str]) -> tuple[Span,
     return line_spans(line, syntax) if len(line) > 4 else ()
 
 
-def _mask_block(text: str, syntax: str, blocks: frozenset[str]) -> str:
+def _mask_block(text: str, syntax: str, blocks: frozenset[str], document: str = "") -> str:
+    """`text`, a piece of `document`, masked line by line; its first and last lines may be
+    cut from longer lines of the document, and are judged as those whole lines."""
     if not text:
         return text
     lines = text.split("\n")
     changed = False
+    last = len(lines) - 1
     for number, line in enumerate(lines):
         spans = _window_spans(line, syntax, blocks)
+        if not spans and document and number in (0, last) and line.strip():
+            spans = _spans_of_cut_line(line, document, syntax)
         if spans:
             lines[number] = _mask_line(line, spans)
             changed = True
     return "\n".join(lines) if changed else text
+
+
+def _spans_of_cut_line(piece: str, document: str, syntax: str) -> tuple[Span, ...]:
+    """The spans of `piece`, part of a line of `document`: the whole line's findings, cut
+    to the piece (a window that ends inside a value masks what it shows of it)."""
+    where = document.find(piece)
+    if where < 0:
+        return ()
+    start = document.rfind("\n", 0, where) + 1
+    end = document.find("\n", where)
+    line = document[start : len(document) if end < 0 else end]
+    if len(line) == len(piece):
+        return ()
+    offset = where - start
+    cut = ((max(0, s - offset), min(len(piece), e - offset)) for s, e in line_spans(line, syntax))
+    return tuple((s, e) for s, e in cut if s < e)
 
 
 SECRET_MANIFEST = re.compile(r"^kind:\s*[\"']?Secret[\"']?\s*$", re.MULTILINE)

@@ -26,6 +26,8 @@ SECRET_WORDS = frozenset(
 )  # fmt: skip
 """A name holding one of these words (after splitting snake, kebab, dot and camel case,
 with "api key", "private key", ... joined) names a secret."""
+SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey")
+"""A word ending so names a secret too: `PGPASSWORD`, `dbsecret`."""
 KEY_PAIRS = frozenset({"api", "private", "secret", "access", "signing", "master", "encryption",
                        "session", "client", "webhook", "license", "app", "account", "service",
                        "hmac", "jwt", "crypt", "cipher", "aes"})  # fmt: skip
@@ -33,7 +35,7 @@ KEY_PAIRS = frozenset({"api", "private", "secret", "access", "signing", "master"
 NOT_SECRET_ENDS = frozenset(
     {
         "name", "names", "url", "uri", "urls", "endpoint", "field", "fields", "type", "types",
-        "id", "ids", "file", "files", "path", "paths", "length", "len", "size", "header",
+        "id", "ids", "file", "files", "path", "paths", "length", "len", "size",
         "prefix", "env", "var", "count", "max", "min", "timeout", "ttl", "expiry", "expires",
         "expiration", "format", "mode", "class", "kind", "label", "placeholder", "pattern",
         "regex", "hint", "dir", "help", "message", "msg", "error", "errors", "required",
@@ -54,10 +56,11 @@ NOT_SECRET_ENDS = frozenset(
 `secret_name`, `AUTH_USER_MODEL`)."""
 
 ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][\w.-]*)["']?\]?\s*(?::=|=>|\?=|=|:|,)[ \t]*
+    r"""(?P<name>[A-Za-z_][\w.-]*)["']?\]?(?:\s*:\s*&?(?:'\w+\s+)?[\w.]+(?:<[\w\s,]*>|\[\])?(?=\s*=))?
+    \s*(?P<sep>:=|=>|\?=|=|:|,)[ \t]*
     (?:(?P<quote>["'`])(?P<bearer>(?:bearer|basic|token)\s+)?(?P<quoted>[^"'`\n]{3,}?)(?P=quote)
       |(?:(?:bearer|basic|token)[ \t]+)?
-       (?P<plain>[^\s"'`,;#()\[\]{}<>][^\s"'`,;#()\[\]{}<>]{2,}))""",
+       (?P<plain>[^\s"'`,;#()\[\]{}<>=][^\s"'`,;#()\[\]{}<>=]{2,}={0,2}))""",
     re.VERBOSE | re.IGNORECASE,
 )
 URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]{1,30}://[^\s:/@'\"`]*:(?P<password>[^\s@/'\"`]+)@")
@@ -90,9 +93,11 @@ def name_means_secret(name: str) -> bool:
     """Whether an identifier names a secret: `STRIPE_KEY`? no; `stripe_secret_key`,
     `dbPassword`, `X-Api-Key`, `auth_token` yes; `token_url`, `secret_name` no."""
     words = [w for w in WORD_SPLIT.split(CAMEL.sub("_", name).lower()) if w]
+    if len(words) >= 2 and words[-1] == "key" and any(w in SECRET_WORDS for w in words):
+        return True  # `auth_header_key`, `token_key`
     if not words or (words[-1] in NOT_SECRET_ENDS and not _pair_at_end(words)):
         return False
-    if any(word in SECRET_WORDS for word in words):
+    if any(word in SECRET_WORDS or word.endswith(SECRET_ENDINGS) for word in words):
         return True
     return _pair_at_end(words) or any(
         a in KEY_PAIRS and b in ("key", "secret") for a, b in itertools.pairwise(words)
@@ -101,6 +106,11 @@ def name_means_secret(name: str) -> bool:
 
 def _pair_at_end(words: list[str]) -> bool:
     return len(words) >= 2 and words[-1] == "key" and words[-2] in KEY_PAIRS
+
+
+USER_PASSWORD = re.compile(r"[\w.@-]+:[^\s:/]{6,}")
+"""`user:password`, as curl's `-u` and basic auth take it."""
+HEADER_NAME = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*|X(?:-[A-Z][A-Za-z]+)+")
 
 
 def _looks_like_code(value: str) -> bool:
@@ -123,11 +133,17 @@ def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
     syntax makes them literals (`syntax` is the file's extension, lower case)."""
     if NAME_HINT.search(line.lower()) is None:
         return
-    for match in ASSIGNMENT.finditer(line):
-        if not name_means_secret(match["name"]):
-            continue
+    position = 0
+    while (match := ASSIGNMENT.search(line, position)) is not None:
+        position = match.end("name")  # a value may hold the next name: `?user=a&password=b`
         group = "quoted" if match["quoted"] is not None else "plain"
         value = match[group]
+        if group == "plain" and match["sep"] == ",":
+            continue  # arguments, not a pair: `f("password", widget)`
+        if not name_means_secret(match["name"]) and not (
+            USER_PASSWORD.fullmatch(value) and NAME_HINT.search(match["name"].lower())
+        ):
+            continue
         if REFERENCE.match(value) or value.strip() != value or len(value) < 4:
             continue
         if group == "plain" and syntax not in PLAIN_IS_LITERAL and _looks_like_code(value):
@@ -137,6 +153,9 @@ def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
         wordy = re.fullmatch(r"[a-z]+|[A-Z]+|[a-zA-Z]+[._-][a-zA-Z._-]*", value) is not None
         if wordy and len(value) < 12 and (shannon_entropy(value) < 2.6 or "." in value):
             continue  # a word or a dotted path: `auth = "django.auth"`, "bearer"
+        if HEADER_NAME.fullmatch(value):
+            continue  # `AUTH_HEADER = "Authorization"`, "X-Api-Key"
+        position = match.end(group)
         yield Finding(match.start(group), match.end(group), "keyed-value")
 
 

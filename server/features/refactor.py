@@ -504,10 +504,10 @@ def build_prompt(
         parts.append("Definitions from other files of the project that this code uses:\n\n")
         parts.extend(shown)
     left -= used + 40
-    before_text, _ = fit_prefix(clean(text[: target.start]), max(0, left * 2 // 3), count)
-    after_text, _ = fit_suffix(clean(text[target.end :].lstrip("\n")), max(0, left // 3), count)
-    before_text = mask_piece(before_text, text, file_path)
-    after_text = mask_piece(after_text, text, file_path)
+    before = mask_piece(text[: target.start], text, file_path)  # before fitting: a cut line
+    after = mask_piece(text[target.end :].lstrip("\n"), text, file_path)  # hides no value
+    before_text, _ = fit_prefix(clean(before), max(0, left * 2 // 3), count)
+    after_text, _ = fit_suffix(clean(after), max(0, left // 3), count)
     if before_text.strip():
         parts.append(
             f"The code just before it (context only, keep it out of the answer):\n"

@@ -13,7 +13,7 @@ from typing import Final
 
 from cache.index import ProjectIndex
 from cache.model import Definition, FileRecord
-from cache.secrets import masked_lines, masked_text
+from cache.secrets import mask_known, masked_lines, masked_text, secret_strings
 from server.completion.context.definitions import _FileDefs
 from server.completion.context.lru import V, _Lru
 from server.completion.context.rendering import (
@@ -145,7 +145,7 @@ class ProjectFiles:
         text = self._text_of(path)
         if text is None:
             return None
-        return self._lines.put(key, masked_lines(text, path))
+        return self._lines.put(key, masked_lines(text, path, (record.digest, record.secrets)))
 
     def render(self, path: str, definition: Definition | None) -> _Rendered | None:
         """The snippet text of a definition of `path`, or of the file's outline."""
@@ -164,8 +164,18 @@ class ProjectFiles:
             text, start = _render_file(defs, lines), 0
         else:
             text, start = _render_definition(defs, definition, lines), definition.start_line
-        text = masked_text(text, path)  # signatures and docstrings come from the outline
+        text = masked_text(self._mask_outline(path, record, text), path)
         return self._rendered.put(key, _Rendered(text, start, defs.language, not text.strip()))
+
+    def _mask_outline(self, path: str, record: FileRecord, text: str) -> str:
+        """A rendering with the file's secrets masked where its outline (signatures,
+        docstrings, made from the file as it is, maybe clipped) shows them."""
+        if not record.secrets:
+            return text
+        source = self._text_of(path)
+        if source is None:
+            return text
+        return mask_known(text, secret_strings(source, path, (record.digest, record.secrets)))
 
     def directories(self) -> dict[str, list[str]]:
         """Directory -> its files, rebuilt when the index's file set changes size."""
