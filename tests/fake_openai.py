@@ -977,6 +977,12 @@ class FakeServer:
                 event.behaviour, event.status = "bad_request", 400
                 event.close("server")
                 raise
+        if creq is not None and self.script.tokenizer and isinstance(creq.prompt, list):
+            # ids of the scripted (served) tokenizer, read as vLLM reads them: none of them
+            # is one of the fake's own generated tokens
+            served = load_tokenizer(self.script.tokenizer)
+            text = served.decode(creq.prompt, skip_special_tokens=False)
+            creq = dataclasses.replace(creq, match_text=text, generated=0)
         if creq is not None:
             event.prompt, event.max_tokens, event.stop = creq.prompt, creq.max_tokens, creq.stop
             event.model, event.stream, event.suffix = creq.model, creq.stream, creq.suffix

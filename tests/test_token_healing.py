@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend, forced_start
-from lsp_helpers import cursor_at, open_document, suggestion
+from lsp_helpers import cursor_at, logs, open_document, suggestion
 from pytest_lsp import LanguageClient
 from tokenizer_helpers import save_tiny_tokenizer
 from tokenizers import Tokenizer
@@ -73,6 +73,7 @@ async def test_a_healed_prompt_makes_the_answer_start_with_the_backed_off_charac
     sent = Tokenizer.from_file(str(served)).decode(prompt, skip_special_tokens=False)
     assert (sent + removed).endswith("<fim_suffix>\n<fim_middle>    return sum")
     assert event["text"] == removed + "(items)\n"  # what the "model" streamed
+    assert "token healing: on for " in logs(fresh)
 
 
 async def test_healing_leaves_a_prompt_without_typed_part_alone(

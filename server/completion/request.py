@@ -283,6 +283,16 @@ def heal_request(
     )
 
 
+def healing_state(template: PromptTemplate, encoder: PromptEncoder | None, model: str) -> str:
+    """Whether `completion.tokenHealing` can work for this model, and if not why (a log
+    line, so that a run that compares it can tell it was on)."""
+    if not template.line_start:
+        return f"off: the {template.family} template keeps the typed part in the prefix"
+    if encoder is None:
+        return f"off: no tokenizer of {model} here, or the backend is not vLLM or SGLang"
+    return f"on for {model} ({template.family} template)"
+
+
 @functools.cache
 def warn_unhealed() -> None:
     """Once per server: a backend ignored the healing constraint (said why, once)."""
@@ -358,6 +368,8 @@ class Completer:
             if counter.tokenizer is not None and vllm_fields:
                 encoder = PromptEncoder(counter.tokenizer)
             self._prompting[key] = Prompting(template, counter, encoder)
+            if settings.token_healing and settings.prompt_layout == "lineStart":
+                log.info("token healing: %s", healing_state(template, encoder, model.id))
         return self._prompting[key]
 
     async def complete(
