@@ -151,3 +151,30 @@ def test_unknown_language_is_refused(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "unknown --lang cobol" in done.stderr
+
+
+@pytest.mark.timeout(600)
+def test_patterns_javascript_cannot_compile_do_not_break_the_typescript(tmp_path: Path) -> None:
+    """AWS's documents carry Java-style patterns (\\p{XDigit}) and \\u0009 escapes, which
+    openapi-ts would copy into regex literals that tsc rejects."""
+    require_aiapi_tools()
+    document = tmp_path / "patterns.yaml"
+    document.write_text(
+        "openapi: 3.0.3\n"
+        "info: {title: Patterns, version: '1'}\n"
+        "paths: {}\n"
+        "components:\n"
+        "  schemas:\n"
+        "    Serial: {type: string, pattern: '^[\\p{XDigit}{2}:?]*'}\n"
+        "    Body: {type: string, pattern: '^[\\u0009\\u000A\\u000D\\u0020-\\u00FF]*'}\n"
+        "    Code: {type: string, pattern: '^[A-Z]{3}$'}\n"
+    )
+    out = tmp_path / "out"
+    done = headstart(
+        "aiapi", "generate", document, "--lang", "typescript", "--out", out, "--verify"
+    )
+    assert done.returncode == 0, done.stderr
+    zod = (out / "typescript" / "src" / "zod.gen.ts").read_text()
+    assert "XDigit" not in zod
+    assert "\\x09\\x0A\\x0D" in zod
+    assert "/^[A-Z]{3}$/" in zod

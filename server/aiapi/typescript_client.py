@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from server.aiapi.document import ContractDocument
 from server.aiapi.naming import comment_text
@@ -44,8 +46,17 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
     source = out / "src"
     with tempfile.TemporaryDirectory(prefix="headstart-openapi-ts-") as scratch:
         config = Path(scratch) / "openapi-ts.config.mjs"
+        source_document = document.path.resolve()
+        patterns = _patterns(document.data, set())
+        unusable = _unusable_patterns(patterns) if patterns else set()
+        if unusable or any(_CONTROL_ESCAPE.search(p) for p in patterns):
+            # a copy beside nothing: external $refs of such a document would not resolve
+            source_document = Path(scratch) / "document.json"
+            source_document.write_text(
+                json.dumps(_rewrite_patterns(document.data, unusable)), encoding="utf-8"
+            )
         settings = {
-            "input": str(document.path.resolve()),
+            "input": str(source_document),
             "output": {"path": str(source.resolve())},
             "plugins": [
                 "@hey-api/client-fetch",
@@ -94,6 +105,64 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
     if formatted.returncode != 0:
         raise GeneratorError("typescript", "prettier failed", formatted.stdout + formatted.stderr)
     return out
+
+
+_CONTROL_ESCAPE = re.compile(r"\\u00([01][0-9A-Fa-f])")
+
+# Each pattern as openapi-ts writes it: the u flag when it has \p{...}; those JavaScript
+# cannot compile (Java's \p{XDigit} or \p{Graph} in AWS's documents) are printed.
+_CHECK_PATTERNS = """
+const patterns = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const bad = patterns.filter((p) => {
+  try { new RegExp(p, /\\\\[pP]\\{/.test(p) ? "u" : ""); return false; } catch { return true; }
+});
+process.stdout.write(JSON.stringify(bad));
+"""
+
+
+def _patterns(node: Any, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str):
+            found.add(node["pattern"])
+        for value in node.values():
+            _patterns(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _patterns(value, found)
+    return found
+
+
+def _unusable_patterns(patterns: set[str]) -> set[str]:
+    escaped = sorted(_CONTROL_ESCAPE.sub(r"\\x\1", p) for p in patterns)
+    done = subprocess.run(
+        ["node", "-e", _CHECK_PATTERNS],
+        input=json.dumps(escaped),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise GeneratorError("typescript", "node could not check the patterns", done.stderr)
+    return set(json.loads(done.stdout))
+
+
+def _rewrite_patterns(node: Any, unusable: set[str]) -> Any:
+    """Patterns as JavaScript reads them: `\\u0009` as `\\x09` (openapi-ts turns a \\u
+    escape into the raw character inside its /regex/ literal, and a raw newline ends the
+    literal), and those JavaScript cannot compile left out (the zod schema then checks
+    the type and lengths only; the Python and Go clients do not check patterns either)."""
+    if isinstance(node, dict):
+        copy = {k: _rewrite_patterns(v, unusable) for k, v in node.items()}
+        if isinstance(node.get("pattern"), str):
+            pattern = _CONTROL_ESCAPE.sub(r"\\x\1", node["pattern"])
+            if pattern in unusable:
+                del copy["pattern"]
+            else:
+                copy["pattern"] = pattern
+        return copy
+    if isinstance(node, list):
+        return [_rewrite_patterns(v, unusable) for v in node]
+    return node
 
 
 def _package_name(document: ContractDocument) -> str:
