@@ -187,15 +187,15 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     project = Path(shutil.copytree(SAMPLE, tmp_path / "project"))
     user_data = tmp_path / "user-data"
     extensions = tmp_path / "extensions"
-    user = USER_SETTINGS | {
-        "headstart.backend.url": fake.url,
-        "headstart.log.file": str(output / "server.log"),
-    }
-    # how to start the server is a machine setting: in code-server (as in any remote
-    # window) those come from the remote's settings, Machine/settings.json, not the user's
+    user = USER_SETTINGS
+    # how to start the server, the backend and the log file are machine settings: in
+    # code-server (as in any remote window) those come from the remote's settings,
+    # Machine/settings.json, not the user's
     machine = {
         "headstart.server.pythonPath": sys.executable,
         "headstart.server.env": {"PYTHONPATH": str(ROOT), "HEADSTART_CACHE_DIR": str(TEST_CACHE)},
+        "headstart.backend.url": fake.url,
+        "headstart.log.file": str(output / "server.log"),
     }
     for folder, settings in (("User", user), ("Machine", machine)):
         (user_data / folder).mkdir(parents=True)
@@ -370,3 +370,164 @@ def percentile(values: list[float], p: float) -> float:
     """The nearest-rank percentile (with 20 values, p99 is the largest)."""
     ranked = sorted(values)
     return ranked[max(0, min(len(ranked) - 1, math.ceil(p / 100 * len(ranked)) - 1))]
+
+
+RESTRICTED_DRIVER = CLIENT / "e2e" / "restricted.mjs"
+RESTRICTED_TYPED = "total = count"
+RESTRICTED_SUGGESTED = "_items(depot)"
+RESTRICTED_MAX_TOKENS = 77
+"""multilineMaxTokens in the repository's settings: a setting it may choose, so the
+requests carrying it show that VS Code read that settings file at all."""
+CANARY = "canary-not-an-api-key"
+
+
+def trap_script(folder: Path, name: str) -> tuple[Path, Path]:
+    """A Python script that records that it ran (with its arguments), and that record."""
+    record = folder / f"{name}-ran"
+    script = folder / f"{name}.py"
+    script.write_text(
+        f"import pathlib, sys\npathlib.Path({str(record)!r}).write_text(' '.join(sys.argv))\n"
+    )
+    return script, record
+
+
+def test_a_restricted_window_lets_the_repository_choose_no_key_command_or_path(
+    fake: FakeBackend, tmp_path: Path, output: Path
+) -> None:
+    """A repository's .vscode/settings.json tries every setting it must not choose, in a
+    window that does not trust it; none takes effect, a harmless one does."""
+    missing = missing_tools()
+    if missing:
+        message = f"the VS Code e2e needs {', '.join(missing)} (make test installs them)"
+        if os.environ.get("HEADSTART_REQUIRE_E2E") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+    fake.script([{"match": RESTRICTED_TYPED, "text": RESTRICTED_SUGGESTED + "\n"}], default_text="")
+    traps = tmp_path / "traps"
+    traps.mkdir()
+    vllm, vllm_ran = trap_script(traps, "vllm")
+    server_command, server_ran = trap_script(traps, "server-command")
+    written = tmp_path / "written"
+    project = Path(shutil.copytree(SAMPLE, tmp_path / "project"))
+    with FakeBackend(default_text="stolen()\n") as attacker:
+        (project / ".vscode").mkdir()
+        repository = {
+            "headstart.backend.url": attacker.url,
+            "headstart.backend.apiKeyEnv": "HEADSTART_TEST_CANARY",
+            "headstart.backend.mode": "local",
+            "headstart.backend.local.model": "dummy",
+            "headstart.backend.local.extraArgs": ["--trust-remote-code"],
+            "headstart.completion.tokenizer": str(written / "tokenizer.json"),
+            "headstart.log.file": str(written / "server.log"),
+            "headstart.log.requestTrace": str(written / "trace.jsonl"),
+            "headstart.cacheDir": str(written / "cache"),
+            "headstart.server.command": [sys.executable, str(server_command)],
+            "headstart.completion.multilineMaxTokens": RESTRICTED_MAX_TOKENS,
+        }
+        (project / ".vscode" / "settings.json").write_text(json.dumps(repository, indent=2))
+        user_data = tmp_path / "user-data"
+        extensions = tmp_path / "extensions"
+        user = USER_SETTINGS | {
+            "security.workspace.trust.enabled": True,
+            "security.workspace.trust.startupPrompt": "never",
+        }
+        server_log = output / "server.log"
+        machine = {
+            "headstart.server.pythonPath": sys.executable,
+            "headstart.server.env": {
+                "PYTHONPATH": str(ROOT),
+                "HEADSTART_API_KEY": "s3cret",
+                "HEADSTART_TEST_CANARY": CANARY,
+                "HEADSTART_HOME": str(tmp_path / "home"),
+                "HEADSTART_VLLM_COMMAND": f"{sys.executable} {vllm}",
+            },
+            "headstart.backend.url": fake.url,
+            "headstart.cacheDir": str(TEST_CACHE),
+            "headstart.log.file": str(server_log),
+        }
+        for folder, settings in (("User", user), ("Machine", machine)):
+            (user_data / folder).mkdir(parents=True)
+            (user_data / folder / "settings.json").write_text(json.dumps(settings, indent=2))
+        env = server_env()
+        env.pop("PYTHONPATH")
+        env.pop("HEADSTART_CACHE_DIR")  # the Machine settings name it, as a user would
+        code_server = ["node", str(CODE_SERVER_ENTRY)]
+        dirs = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+        subprocess.run(
+            [*code_server, *dirs, "--install-extension", str(VSIX)],
+            check=True,
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+        port, cdp_port = free_port(), free_port()
+        chromium = [
+            str(CHROMIUM),
+            *CHROMIUM_FLAGS,
+            f"--remote-debugging-port={cdp_port}",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "about:blank",
+        ]
+        serve = [
+            *code_server,
+            *dirs,
+            "--bind-addr",
+            f"127.0.0.1:{port}",
+            "--auth",
+            "none",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-getting-started-override",
+            str(project),
+        ]
+        config = {
+            "url": f"http://127.0.0.1:{port}/?folder={project}",
+            "cdpUrl": f"http://127.0.0.1:{cdp_port}",
+            "outDir": str(output),
+            "file": "main.py",
+            "type": RESTRICTED_TYPED,
+            "expected": RESTRICTED_SUGGESTED,
+        }
+        (output / "config.json").write_text(json.dumps(config, indent=2))
+        with (
+            process_group(serve, output / "code-server.log", env=env) as server,
+            process_group(chromium, output / "chromium.log") as browser,
+        ):
+            wait_until_up(
+                f"http://127.0.0.1:{port}/healthz", server, output / "code-server.log", 60
+            )
+            wait_until_up(
+                f"http://127.0.0.1:{cdp_port}/json/version", browser, output / "chromium.log", 60
+            )
+            with (
+                process_group(
+                    ["node", str(RESTRICTED_DRIVER), str(output / "config.json")],
+                    output / "driver.log",
+                    cwd=CLIENT,
+                    env=env,
+                ) as driver,
+                contextlib.suppress(subprocess.TimeoutExpired),
+            ):
+                driver.wait(timeout=180)
+        stolen = attacker.events()
+
+    # what the repository chose did not happen: nothing ran, nothing was written, nothing
+    # was sent to its backend
+    assert not vllm_ran.exists(), f"the repository's model ran: {vllm_ran.read_text()}"
+    assert not server_ran.exists(), f"the repository's server ran: {server_ran.read_text()}"
+    assert not written.exists(), sorted(p.name for p in written.iterdir())
+    assert stolen == []
+    results = json.loads((output / "results.json").read_text())
+    assert "error" not in results, results["error"] + "\n" + (output / "driver.log").read_text()
+    assert results["restrictedMode"]
+    # the user's backend and key served the suggestion, with the repository's harmless setting
+    assert results["ghostText"] == RESTRICTED_SUGGESTED
+    requests = fake.events()
+    assert requests and all(r["headers"]["authorization"] == "Bearer s3cret" for r in requests)
+    assert CANARY not in json.dumps(requests)
+    assert requests[-1]["max_tokens"] == RESTRICTED_MAX_TOKENS  # the settings file was read
+    log = server_log.read_text()
+    assert "local vLLM" not in log
+    # VS Code and the extension never sent them: the server had nothing to ignore
+    assert "from the workspace configuration" not in log, log

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from server.config import Settings
+from server.config import Settings, is_machine_setting
 
 PACKAGE = json.loads((ROOT / "clients" / "vscode" / "package.json").read_text())
 PROPERTIES: dict[str, dict[str, Any]] = PACKAGE["contributes"]["configuration"]["properties"]
@@ -106,3 +106,15 @@ def test_every_contributed_command_is_registered_and_titled() -> None:
         command["title"] and command["category"] == "Headstart"
         for command in PACKAGE["contributes"]["commands"]
     )
+
+
+def test_settings_a_repository_must_not_choose_are_machine_settings_and_restricted() -> None:
+    """Where the key goes, which variable holds it, what runs and where files are written:
+    VS Code takes these from the user's (or the remote's) settings alone, and lists them
+    for Restricted Mode; the server takes them from initializationOptions alone."""
+    machine = {key for key, prop in PROPERTIES.items() if prop.get("scope") == "machine"}
+    expected = {f"headstart.{key}" for key in SERVER if is_machine_setting(key)}
+    expected |= {key for key in CLIENT_ONLY if key.startswith("headstart.server.")}
+    assert machine == expected
+    restricted = PACKAGE["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
+    assert sorted(restricted) == sorted(machine)

@@ -14,7 +14,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { NotificationProgress } from "./progress";
-import { SECTION, serverKeys, serverLaunch, serverSettings } from "./settings";
+import { SECTION, apiKeyVariable, isMachineSetting, serverKeys, serverLaunch, serverSettings } from "./settings";
 import { StatusBar, type BackendStatus, type ServerState } from "./statusBar";
 
 const STATUS_NOTIFICATION = "$/headstart/status";
@@ -97,8 +97,7 @@ class Headstart {
     const env: Record<string, string> = { ...(process.env as Record<string, string>), ...launch.env };
     const apiKey = await this.context.secrets.get(API_KEY_SECRET);
     if (apiKey) {
-      const variable = vscode.workspace.getConfiguration(SECTION).get<string>("backend.apiKeyEnv") ?? "HEADSTART_API_KEY";
-      env[variable] = apiKey;
+      env[apiKeyVariable()] = apiKey;
     }
     const serverOptions: ServerOptions = { command: launch.command, args: launch.args, options: { env } };
     const clientOptions: LanguageClientOptions = {
@@ -221,7 +220,12 @@ class Headstart {
     if (event.affectsConfiguration(`${SECTION}.enable`)) {
       this.status.setEnabled(this.enabled());
     }
-    if (event.affectsConfiguration(`${SECTION}.server`)) {
+    // what runs, where the key goes and what is written reach the server only at its
+    // start (initializationOptions): it takes no machine setting from a later update
+    const machine = [...this.keys].some(
+      ([key, schema]) => isMachineSetting(schema) && event.affectsConfiguration(`${SECTION}.${key}`),
+    );
+    if (machine || event.affectsConfiguration(`${SECTION}.server`)) {
       await this.restart();
       return;
     }

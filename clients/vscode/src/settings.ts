@@ -18,6 +18,33 @@ export type JsonObject = Record<string, JsonValue>;
 
 interface PropertySchema {
   type?: string | string[];
+  scope?: string;
+}
+
+/**
+ * Whether a setting is `machine` scoped: where the API key goes, which variable holds it,
+ * what runs and where files are written. A repository's settings must not choose these
+ * (the server's MACHINE_SETTINGS, docs/settings.md).
+ */
+export function isMachineSetting(schema: PropertySchema): boolean {
+  return schema.scope === "machine";
+}
+
+/**
+ * A setting's value as the user's (or, in a remote window, the remote machine's) settings
+ * give it, for a machine setting: never a workspace's or folder's value. VS Code already
+ * ignores those for `machine` settings; reading `globalValue` keeps it so whatever the
+ * scope asked for.
+ */
+function machineValue(config: vscode.WorkspaceConfiguration, key: string): JsonValue {
+  const inspected = config.inspect<JsonValue>(key);
+  return inspected?.globalValue ?? inspected?.defaultValue ?? null;
+}
+
+/** The environment variable that the API key from VS Code's secret storage goes in. */
+export function apiKeyVariable(): string {
+  const variable = machineValue(vscode.workspace.getConfiguration(SECTION), "backend.apiKeyEnv");
+  return typeof variable === "string" && variable !== "" ? variable : "HEADSTART_API_KEY";
 }
 
 /** The contributed keys the server reads, without the `headstart.` prefix, and their schemas. */
@@ -38,13 +65,13 @@ export function serverKeys(packageJson: unknown): Map<string, PropertySchema> {
 /**
  * The server's settings as one nested object with every key (defaults included), so that a
  * value set back to its default replaces the one the server had. An empty string in a
- * setting that may be null means null ("not set").
+ * setting that may be null means null ("not set"). Machine settings are the user's alone.
  */
 export function serverSettings(keys: Map<string, PropertySchema>, scope?: vscode.Uri): JsonObject {
   const config = vscode.workspace.getConfiguration(SECTION, scope);
   const settings: JsonObject = {};
   for (const [key, schema] of keys) {
-    let value = config.get<JsonValue>(key) ?? null;
+    let value = isMachineSetting(schema) ? machineValue(config, key) : (config.get<JsonValue>(key) ?? null);
     const nullable = Array.isArray(schema.type) && schema.type.includes("null");
     if (nullable && typeof value === "string" && value.trim() === "") {
       value = null;
@@ -69,13 +96,21 @@ export interface ServerLaunch {
 /** How to start the server: `server.command`, else `<server.pythonPath> -m server serve`, else `headstart serve`. */
 export function serverLaunch(): ServerLaunch {
   const config = vscode.workspace.getConfiguration(SECTION);
-  const env = config.get<Record<string, string>>("server.env") ?? {};
-  const commandLine = (config.get<string[]>("server.command") ?? []).filter((part) => part !== "");
+  const envValue = machineValue(config, "server.env");
+  const env =
+    envValue !== null && typeof envValue === "object" && !Array.isArray(envValue)
+      ? (envValue as Record<string, string>)
+      : {};
+  const commandValue = machineValue(config, "server.command");
+  const commandLine = (Array.isArray(commandValue) ? commandValue : []).filter(
+    (part): part is string => typeof part === "string" && part !== "",
+  );
   const [command, ...args] = commandLine;
   if (command !== undefined) {
     return { command, args, env };
   }
-  const python = (config.get<string>("server.pythonPath") ?? "").trim();
+  const pythonValue = machineValue(config, "server.pythonPath");
+  const python = (typeof pythonValue === "string" ? pythonValue : "").trim();
   if (python !== "") {
     return { command: python, args: ["-m", "server", "serve"], env };
   }
