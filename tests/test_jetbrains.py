@@ -33,7 +33,7 @@ from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
-from server.config import SettingsError, load_settings
+from server.config import SettingsError, is_machine_setting, load_settings
 from server.settings_schema import render, section_schema
 
 TEMPLATE = ROOT / "clients" / "jetbrains" / "template"
@@ -139,8 +139,26 @@ def test_the_two_settings_files_agree_where_both_set_a_value() -> None:
 
     init, settings = leaves(load("initializationOptions.json")), leaves(load("settings.json"))
     shared = init.keys() & settings.keys()
-    assert shared, "initializationOptions.json sets nothing settings.json also sets"
     assert {k: init[k] for k in shared} == {k: settings[k] for k in shared}
+
+
+def test_the_settings_a_repository_cannot_set_are_in_the_initialization_options() -> None:
+    """The server takes them from initializationOptions only (docs/settings.md): in the
+    live settings.json they would be ignored."""
+    init, settings = load("initializationOptions.json"), load("settings.json")
+    assert init["headstart"]["backend"]["url"]
+    keys = {
+        ".".join(path[1:])
+        for path in json_leaves(settings)
+        if is_machine_setting(".".join(path[1:]))
+    }
+    assert not keys, f"settings.json sets {sorted(keys)}: move them to initializationOptions.json"
+
+
+def json_leaves(node: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if not isinstance(node, dict):
+        return [path]
+    return [leaf for key, sub in node.items() for leaf in json_leaves(sub, (*path, key))]
 
 
 @pytest.mark.parametrize(
