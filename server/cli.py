@@ -185,7 +185,7 @@ def serve_lsp(tcp: str | None) -> int:
     from server.lsp.handlers import server
 
     os.umask(PRIVATE_UMASK)
-    server.configure_logging()
+    server.start_logging()
     if tcp:
         host, _, port = tcp.rpartition(":")
         if not port.isdigit():

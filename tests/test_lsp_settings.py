@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from conftest import SERVER_COMMAND, end_session, fast_settings, server_env, start_session
+from conftest import (
+    SERVER_COMMAND,
+    end_session,
+    fast_settings,
+    server_env,
+    server_with_env,
+    start_session,
+)
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log, wait_for_shown
 from lsprotocol import types
@@ -139,3 +146,21 @@ async def test_a_log_file_that_cannot_be_written_leaves_the_other_settings_appli
             types.DidChangeConfigurationParams(settings={"headstart": {"log": {"level": "debug"}}})
         )
         await wait_until(lambda: log_file.exists() and "settings applied" in log_file.read_text())
+
+
+async def test_a_log_file_from_the_environment_that_cannot_be_written_still_lets_it_start(
+    fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    log_file = blocker / "server.log"
+    fake.script([], default_text="started()\n")
+    env = server_env(HEADSTART_LOG_FILE=str(log_file))
+    async with server_with_env(env) as client:
+        await start_session(client, "vscode", workspace, fast_settings(fake.url))
+        shown = await wait_for_shown(client, "log.file")
+        assert f"cannot write {log_file}" in shown
+        assert "not logging to a file" in shown
+        text, position = cursor_at("x = █\n")
+        uri = open_document(client, workspace / "started.py", text)
+        assert await suggestion(client, uri, position) == "started()"

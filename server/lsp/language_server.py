@@ -359,6 +359,18 @@ class HeadstartServer(LanguageServer):
     def configure_logging(self) -> None:
         configure_logging(self.settings.log.level, self.settings.log.file)
 
+    def start_logging(self) -> None:
+        """Logging as the environment says, before the editor connects. A log file that
+        cannot be written (HEADSTART_LOG_FILE) is left out, so the server still starts;
+        `initialize` tries it again and tells the editor."""
+        try:
+            self.configure_logging()
+        except OSError as exc:
+            log_settings = self.settings.log.model_copy(update={"file": None})
+            self.settings = self.settings.model_copy(update={"log": log_settings})
+            self.configure_logging()
+            log.error("log.file: cannot write %s (%s)", exc.filename, exc.strerror or exc)
+
     def _request_trace(self) -> RequestTrace | None:
         path = self.settings.log.request_trace
         return RequestTrace(Path(path).expanduser()) if path else None
