@@ -148,3 +148,7 @@ async def test_a_tcp_client_is_answered_after_a_bad_frame() -> None:
         assert replies[2]["error"]["code"] == METHOD_NOT_FOUND
         pipe.send({"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None})
         assert (await pipe.reply(3))["result"] is None
+
+
+async def test_blank_lines_between_messages_are_no_fault() -> None:
+    assert await frames(b"\r\n\r\n\r\n" + lsp_frame(body(2)) + b"\r\n") == [body(2)]

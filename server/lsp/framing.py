@@ -214,6 +214,8 @@ def _split_junk(block: bytes) -> tuple[bytes, bytes]:
     if found is None or found.start() == 0:
         return b"", block
     before = block[: found.start()]
+    if not before.strip():  # blank lines before the header
+        return b"", block[found.start() :]
     if before.endswith(b"\r\n") and HEADER_LINES.fullmatch(before):
         return b"", block
     return before, block[found.start() :]
