@@ -152,3 +152,10 @@ async def test_a_tcp_client_is_answered_after_a_bad_frame() -> None:
 
 async def test_blank_lines_between_messages_are_no_fault() -> None:
     assert await frames(b"\r\n\r\n\r\n" + lsp_frame(body(2)) + b"\r\n") == [body(2)]
+
+
+async def test_a_long_run_of_garbage_is_reported_once() -> None:
+    found = await frames(b"\x00garbage" * 100_000 + b"\r\n" + lsp_frame(body(2)))
+    assert found[-1] == body(2)
+    reported = [f for f in found[:-1] if isinstance(f, Fault) and not f.rest_of_last]
+    assert len(reported) == 1, found

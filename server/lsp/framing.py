@@ -197,7 +197,10 @@ class FrameReader:
         cut = found.start() if found is not None else len(buffer) - 32
         junk = bytes(buffer[:cut])
         del buffer[:cut]
-        return Fault(f"{len(junk)} bytes without a header end dropped: {junk[:40]!r}")
+        return Fault(
+            f"{len(junk)} bytes without a header end dropped: {junk[:40]!r}",
+            rest_of_last=self._after_bad,  # a long run of garbage is reported once
+        )
 
     def _rest_at_end(self) -> Fault | None:
         rest = bytes(self._buffer).strip()
