@@ -87,7 +87,7 @@ HAND_WRITTEN: list[tuple[str, str]] = [
     ("github-pat", "ghp_R8kL2mN5pQ7sT1vW4yZ6bC9dF3gH0jK2lM4n"),
     (
         "github-fine-grained",
-        "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01",
+        "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Gh5Jk",
     ),
     ("gitlab-pat", "glpat-Xy7Zk2Lm9Np4Qr6St8Uv"),
     ("slack-bot-token", "xoxb-2748392017-8473920184-Qm8ZkL2Np5Rt7Vw9Xy1Ab3Cd"),

@@ -123,14 +123,14 @@ def test_private_key_block_lines_are_masked_wherever_a_window_starts() -> None:
 
 
 def test_the_cursor_line_is_left_alone_until_its_value_is_complete() -> None:
-    document = 'A = "ghp_0123456789abcdefghijABCDEFGHIJ012345"\nGITHUB = "ghp_9876543210'
+    document = 'A = "ghp_R8kL2mN5pQ7sT1vW4yZ6bC9dF3gH0jK2lM4n"\nGITHUB = "ghp_Zq8Lm2Np5R'
     prefix, _ = mask_window(document, "", document, "conf.py")
     assert prefix.startswith('A = "<redacted>"\n')
-    assert prefix.endswith('GITHUB = "ghp_9876543210')  # being typed: left as it is
-    done = document + 'abcdefghijABCDEFGHIJ01"\n'
+    assert prefix.endswith('GITHUB = "ghp_Zq8Lm2Np5R')  # being typed: left as it is
+    done = document + 't7Vw9Xy1Ab3Cd4Ef6Gh8Ij0Kl2Mn"\n'
     prefix, _ = mask_window(done, "", done, "conf.py")
-    assert "ghp_9876543210" not in prefix  # the cursor moved off the line
-    at_end = 'B = "ghp_0123456789abcdefghijABCDEFGHIJ012345"'
+    assert "ghp_Zq8Lm2Np5R" not in prefix  # the cursor moved off the line
+    at_end = 'B = "ghp_R8kL2mN5pQ7sT1vW4yZ6bC9dF3gH0jK2lM4n"'
     prefix, _ = mask_window(at_end, "\nC = 1\n", at_end + "\nC = 1\n", "conf.py")
     assert prefix == 'B = "<redacted>"'  # closed by its quote: complete
 

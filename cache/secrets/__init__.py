@@ -107,12 +107,17 @@ def _line_hints() -> Any:
 
 
 def candidate_lines(text: str) -> list[int]:
-    """The numbers of the lines any rule could find something on, from one RE2 pass over
-    the whole text's bytes (gitleaks' keywords, the generic rules' hints), skipping to the
-    next line after each hit: most lines of code have none, and are never read one by
-    one."""
+    """The numbers of the lines any rule could find something on, from C-speed passes
+    over the whole text's bytes (gitleaks' keywords and the generic rules' words in one
+    RE2 automaton, long quoted literals), skipping to the next line after each hit: most
+    lines of code have none, and are never read one by one."""
     data = text.encode("utf-8", "surrogatepass").lower()
-    search = _line_hints().search
+    numbers = _hit_lines(data, _line_hints().search)
+    literals = _hit_lines(data, generic.LITERAL_HINT.search)
+    return sorted(set(numbers).union(literals)) if literals else numbers
+
+
+def _hit_lines(data: bytes, search: Any) -> list[int]:
     numbers: list[int] = []
     line = 0
     counted = 0
@@ -323,8 +328,8 @@ def mask_window(prefix: str, suffix: str, document: str, path: str) -> tuple[str
     )
     masked_cursor_line = _mask_line(cursor_line, spans) if spans else cursor_line
     typed_masked, rest_masked = _split_at(masked_cursor_line, cursor_line, spans, column)
-    prefix_masked = _mask_block(head, syntax, blocks, document) + newline + typed_masked
-    suffix_masked = rest_masked + newline_after + _mask_block(tail, syntax, blocks, document)
+    prefix_masked = _mask_block(head, syntax, blocks, document, (0,)) + newline + typed_masked
+    suffix_masked = rest_masked + newline_after + _mask_block(tail, syntax, blocks, document, (-1,))
     return prefix_masked, suffix_masked
 
 
@@ -332,7 +337,7 @@ def mask_piece(text: str, document: str, path: str) -> str:
     """A piece of the open document (its imports, its tail) masked, private-key blocks
     known from the whole document."""
     blocks = _block_lines(document) if "PRIVATE KEY" in document else frozenset()
-    return _mask_block(text, syntax_of(path), blocks, document)
+    return _mask_block(text, syntax_of(path), blocks, document, (0, -1))
 
 
 def secret_values(text: str, document: str, path: str) -> list[str]:
@@ -374,17 +379,26 @@ def _window_spans(line: str, syntax: str, blocks: frozenset[str]) -> tuple[Span,
     return line_spans(line, syntax) if len(line) > 4 else ()
 
 
-def _mask_block(text: str, syntax: str, blocks: frozenset[str], document: str = "") -> str:
-    """`text`, a piece of `document`, masked line by line; its first and last lines may be
-    cut from longer lines of the document, and are judged as those whole lines."""
+def _mask_block(
+    text: str, syntax: str, blocks: frozenset[str], document: str = "", edges: tuple[int, ...] = ()
+) -> str:
+    """`text`, a piece of `document`, masked line by line; its `edges` (0 for its first
+    line, -1 for its last) may be cut from longer lines of the document, and are judged as
+    those whole lines. Only the
+    lines `candidate_lines` picks are looked at (each one's findings memoised), so a
+    keystroke costs one RE2 pass over the piece and the lines it changed."""
     if not text:
         return text
     lines = text.split("\n")
+    cut = {edge % len(lines) for edge in edges} if document else set()
+    numbers = set(candidate_lines(text))
+    if blocks:
+        numbers.update(n for n, line in enumerate(lines) if line.strip() in blocks)
     changed = False
-    last = len(lines) - 1
-    for number, line in enumerate(lines):
-        spans = _window_spans(line, syntax, blocks)
-        if not spans and document and number in (0, last) and line.strip():
+    for number in sorted(numbers | cut):
+        line = lines[number]
+        spans = _window_spans(line, syntax, blocks) if number in numbers else ()
+        if not spans and number in cut and line.strip():
             spans = _spans_of_cut_line(line, document, syntax)
         if spans:
             lines[number] = _mask_line(line, spans)
@@ -401,8 +415,8 @@ def _spans_of_cut_line(piece: str, document: str, syntax: str) -> tuple[Span, ..
     start = document.rfind("\n", 0, where) + 1
     end = document.find("\n", where)
     line = document[start : len(document) if end < 0 else end]
-    if len(line) == len(piece):
-        return ()
+    if len(line) == len(piece) or f"\n{piece}\n" in document:
+        return ()  # a whole line of the document: judged as it is
     offset = where - start
     cut = ((max(0, s - offset), min(len(piece), e - offset)) for s, e in line_spans(line, syntax))
     return tuple((s, e) for s, e in cut if s < e)

@@ -18,7 +18,7 @@ from cache.secrets.gitleaks import Finding, shannon_entropy
 
 SECRET_WORDS = frozenset(
     {
-        "password", "passwd", "pwd", "pass", "passphrase", "secret", "secrets", "token",
+        "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
         "tokens", "apikey", "credential", "credentials", "creds", "auth", "authorization",
         "dsn", "salt", "pepper", "privatekey", "secretkey", "accesskey", "signingkey",
         "masterkey", "encryptionkey", "sessionkey", "clientsecret", "webhooksecret",
@@ -81,7 +81,7 @@ REFERENCE = re.compile(
 """A value that refers to a secret kept elsewhere, or is not a value at all."""
 PLAIN_IS_LITERAL = frozenset(
     {"ini", "cfg", "conf", "properties", "toml", "yaml", "yml", "env", "sh", "bash", "zsh",
-     "tfvars", "hcl", "tf", "dockerfile", "txt", "md", "rst", "npmrc", "pypirc", "netrc",
+     "tfvars", "hcl", "tf", "dockerfile", "npmrc", "pypirc", "netrc",
      "xml", "plist", "j2", "tpl", "example", "sample", "dist", "cnf", "service", "mk", ""}
 )  # fmt: skip
 """Syntaxes where an unquoted value after `name =` or `name:` is a literal, not code."""
@@ -97,8 +97,10 @@ def name_means_secret(name: str) -> bool:
         return True  # `auth_header_key`, `token_key`
     if not words or (words[-1] in NOT_SECRET_ENDS and not _pair_at_end(words)):
         return False
-    if any(word in SECRET_WORDS or word.endswith(SECRET_ENDINGS) for word in words):
-        return True
+    if words[-1] == "pass" or any(
+        word in SECRET_WORDS or word.endswith(SECRET_ENDINGS) for word in words
+    ):
+        return True  # "pass" only at the end: `db_pass`, not `pass_repo`
     return _pair_at_end(words) or any(
         a in KEY_PAIRS and b in ("key", "secret") for a, b in itertools.pairwise(words)
     )
@@ -122,10 +124,11 @@ NAME_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper")
 """A line without one of these has no secret's name (a cheap look before ASSIGNMENT)."""
 LINE_HINT = re.compile(
     r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper|bearer|basic|://|private key"
-    r"|[\"'`][A-Za-z0-9+/=_.~-]{20}"
 )
-"""Lower-cased text without any of these has no generic finding: one C-speed pass over a
-whole file picks the lines worth reading."""
+LITERAL_HINT = re.compile(rb"[\"'`][a-z0-9+/=_.~-]{20}")
+"""Lower-cased text without any of these words, or a quote opening a long literal, has no
+generic finding: C-speed passes over a whole file pick the lines worth reading (the
+literal apart: its counted repetition would swell the words' RE2 automaton)."""
 
 
 def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
@@ -138,8 +141,8 @@ def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
         position = match.end("name")  # a value may hold the next name: `?user=a&password=b`
         group = "quoted" if match["quoted"] is not None else "plain"
         value = match[group]
-        if group == "plain" and match["sep"] == ",":
-            continue  # arguments, not a pair: `f("password", widget)`
+        if match["sep"] == "," and not (match["bearer"] or _random_looking(value)):
+            continue  # arguments or a list, not a pair: `f("password", widget)`, `["Auth", ...]`
         if not name_means_secret(match["name"]) and not (
             USER_PASSWORD.fullmatch(value) and NAME_HINT.search(match["name"].lower())
         ):
@@ -150,19 +153,51 @@ def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
             continue
         if group == "quoted" and " " in value and shannon_entropy(value) < 3.5:
             continue  # a sentence: "Enter your password"
-        wordy = re.fullmatch(r"[a-z]+|[A-Z]+|[a-zA-Z]+[._-][a-zA-Z._-]*", value) is not None
-        if wordy and len(value) < 12 and (shannon_entropy(value) < 2.6 or "." in value):
-            continue  # a word or a dotted path: `auth = "django.auth"`, "bearer"
+        if _wordy(value) and not (len(value) >= 8 and _names_password(match["name"])):
+            continue  # words or a dotted path: `auth = "django.auth"`, "sync-auth", "bearer"
+        if value.lower() in PLACEHOLDERS:
+            continue
         if HEADER_NAME.fullmatch(value):
             continue  # `AUTH_HEADER = "Authorization"`, "X-Api-Key"
         position = match.end(group)
         yield Finding(match.start(group), match.end(group), "keyed-value")
 
 
+def _wordy(value: str) -> bool:
+    """Letters only, maybe joined by `.`, `_` or `-`: a word, a name, a dotted path."""
+    return re.fullmatch(r"[A-Za-z]+(?:[._-][A-Za-z]+)*", value) is not None
+
+
+def _names_password(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("passw", "pwd", "passphrase"))
+
+
+def _random_looking(value: str) -> bool:
+    """Long, varied, token characters, and digits among letters or both cases."""
+    mixed = bool(re.search(r"\d", value)) or value.lower() != value != value.upper()
+    return (
+        len(value) >= 16
+        and shannon_entropy(value) > 3.5
+        and re.fullmatch(r"[\w+/=.~-]+", value) is not None
+        and mixed
+        and not _wordy(value.rstrip("="))
+    )
+
+
+PLACEHOLDERS = frozenset(
+    {"password", "passwd", "pass", "secret", "changeme", "xxxx", "xxxxxx", "****", "***",
+     "none", "null", "redacted", "[secure]", "example", "dummy", "test", "token"}
+)  # fmt: skip
+"""Values that stand for a secret in docs and tests, not one."""
+
+
 def url_passwords(line: str) -> Iterator[Finding]:
     for match in URL_PASSWORD.finditer(line):
         password = match["password"]
-        if REFERENCE.match(password) or password.startswith("{") or password in ("***", "****"):
+        if REFERENCE.match(password) or password.startswith("{") or len(password) < 4:
+            continue
+        if password.lower() in PLACEHOLDERS or len(set(password)) == 1:
             continue
         yield Finding(match.start("password"), match.end("password"), "url-password")
 
@@ -170,27 +205,30 @@ def url_passwords(line: str) -> Iterator[Finding]:
 def header_credentials(line: str) -> Iterator[Finding]:
     for match in HEADER_CREDENTIAL.finditer(line):
         value = match["value"]
-        if shannon_entropy(value) > 3.0 and not REFERENCE.match(value):
-            yield Finding(match.start("value"), match.end("value"), "auth-header")
+        if _wordy(value.rstrip(".,;:")) or REFERENCE.match(value) or shannon_entropy(value) <= 3:
+            continue  # prose: "basic authentication", "bearer tokens"
+        yield Finding(match.start("value"), match.end("value"), "auth-header")
 
 
 def high_entropy_literals(line: str) -> Iterator[Finding]:
-    """Quoted literals that look random: base64-like with mixed classes, or long hex."""
+    """Quoted literals that look random: base64-like, with upper and lower case and digits.
+    Hex alone is left to named values and gitleaks: unnamed, it is mostly digests."""
     if '"' not in line and "'" not in line and "`" not in line:
         return
     for match in QUOTED_LITERAL.finditer(line):
         value = match["value"]
-        entropy = shannon_entropy(value)
-        is_hex = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
-        if is_hex:
-            if len(value) >= 32 and entropy > 3.5 and not re.fullmatch(r"[0-9a-f]{40}", value):
-                yield Finding(match.start("value"), match.end("value"), "high-entropy-hex")
-            continue
         mixed = (
             re.search(r"[a-z]", value) and re.search(r"[A-Z]", value) and re.search(r"\d", value)
         )
-        if mixed and entropy > 4.2 and not re.search(r"[./]\w+[./]", value):
-            yield Finding(match.start("value"), match.end("value"), "high-entropy-base64")
+        if not mixed or shannon_entropy(value) <= 4.2 or re.search(r"[./]\w+[./]", value):
+            continue
+        if ALPHABET_RUN.search(value) or DOTTED_NAME.fullmatch(value):
+            continue  # an alphabet ("ABC...xyz0123"), a dotted name ("mod.Class")
+        yield Finding(match.start("value"), match.end("value"), "high-entropy-base64")
+
+
+ALPHABET_RUN = re.compile(r"abcdef|ABCDEF|012345|123456|234567|klmnop|KLMNOP|uvwxyz|UVWXYZ")
+DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def line_findings(line: str, syntax: str) -> list[Finding]:
