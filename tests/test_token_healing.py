@@ -100,3 +100,37 @@ async def test_healing_leaves_a_prompt_without_typed_part_alone(
     served_tokenizer = Tokenizer.from_file(str(served))
     sent = served_tokenizer.decode(event["body"]["prompt"], skip_special_tokens=False)
     assert sent.endswith("    <fim_suffix>\n<fim_middle>")
+
+
+@pytest.mark.parametrize("flavor", ["sglang", "trtllm"])
+async def test_sglang_is_healed_by_its_regex_field_and_tensorrt_llm_not_at_all(
+    fresh: LanguageClient, tmp_path: Path, workspace: Path, flavor: str
+) -> None:
+    """SGLang takes the constraint as its own `regex` field. TensorRT-LLM refuses fields it
+    does not know (and tokenizes for itself), so its prompt keeps the whole typed part
+    and the suggestion still comes."""
+    served = save_tiny_tokenizer(tmp_path / "served-model")
+    with FakeBackend(extra_args=["--flavor", flavor]) as engine:
+        engine.script([], default_text="(items)\n", tokenizer=served)
+        settings = fast_settings(
+            engine.url,
+            template="starcoder2",
+            tokenizer=str(served),
+            promptLayout="lineStart",
+            tokenHealing=True,
+        )
+        await start_session(fresh, "vscode", workspace, settings)
+        text, position = cursor_at("def total(items):\n    return sum█\n")
+        uri = open_document(fresh, workspace / "total.py", text)
+
+        assert await suggestion(fresh, uri, position) == "(items)"
+
+        (event,) = engine.events()
+    body = event["body"]
+    assert "structured_outputs" not in body
+    if flavor == "sglang":
+        assert "    return sum".endswith(forced_start(body)) and body["regex"]
+    else:
+        assert "regex" not in body
+        assert body["prompt"].endswith("<fim_middle>    return sum")
+        assert "token healing: off: no tokenizer of " in logs(fresh)
