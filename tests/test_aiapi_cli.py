@@ -1,8 +1,9 @@
 """`headstart aiapi generate` end to end: real OpenAPI documents (tests/fixtures/openapi,
-see its README for where each comes from) through the CLI, with the real generators and
-the real checkers (mypy --strict, tsc --noEmit, go vet).
+see its README for where each comes from) through the CLI, with the real generators, the
+real checkers (mypy --strict, tsc --noEmit, go vet) and the Python client's contract tests
+against a real Prism mock.
 
-The TypeScript and Go tools come from server/aiapi/install_tools.sh, which `make test`
+The TypeScript, Go and Prism tools come from server/aiapi/install_tools.sh, which `make test`
 runs (its e2e-deps step); without them these tests skip, or fail under
 HEADSTART_REQUIRE_E2E=1 as `make test` sets it.
 """
@@ -23,6 +24,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "openapi"
 REAL_DOCUMENTS = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".json", ".yaml"))
 TOOLS = Path(os.environ.get("HEADSTART_TOOLS") or ROOT / ".tools")
 OPENAPI_TS = TOOLS / "aiapi-node" / "node_modules" / ".bin" / "openapi-ts"
+PRISM = TOOLS / "aiapi-mock" / "node_modules" / ".bin" / "prism"
 
 
 def require_aiapi_tools() -> None:
@@ -32,6 +34,7 @@ def require_aiapi_tools() -> None:
         for what, present in (
             ("go (Debian golang-go)", shutil.which("go") and shutil.which("gofmt")),
             (f"openapi-ts ({OPENAPI_TS})", OPENAPI_TS.exists()),
+            (f"prism ({PRISM})", PRISM.exists()),
             ("node", shutil.which("node")),
         )
         if not present
@@ -70,6 +73,8 @@ def test_real_document_generates_and_passes_every_checker(name: str, tmp_path: P
     assert done.returncode == 0, done.stdout + done.stderr
     for checker in ("mypy --strict passed", "tsc --noEmit passed", "go vet passed"):
         assert checker in done.stderr
+    assert "python: contract tests against Prism passed" in done.stderr
+    assert " ok;" in done.stderr  # at least one operation called
     (package,) = (out / "python").iterdir()
     client = (package / "client.py").read_text()
     assert "class Client:" in client and "class AsyncClient:" in client

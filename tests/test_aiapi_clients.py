@@ -19,6 +19,7 @@ import httpx
 import pytest
 from conftest import ROOT
 
+from server.aiapi.contract import example_value, run_contract_tests
 from server.aiapi.document import load_document
 from server.aiapi.go_client import generate_go
 from server.aiapi.python_client import generate_python
@@ -204,3 +205,44 @@ def test_documents_are_read_the_way_json_would_be(tmp_path: Path) -> None:
     assert loaded.api_version == "2024-01-02"
     assert loaded.data["components"]["schemas"]["Flag"]["enum"] == ["on", "off", "yes"]
     assert json.loads(json.dumps(loaded.data)) == loaded.data
+
+
+def test_contract_tests_catch_a_client_that_calls_the_wrong_route(tmp_path: Path) -> None:
+    prism = ROOT / ".tools" / "aiapi-mock" / "node_modules" / ".bin" / "prism"
+    if not prism.exists():
+        reason = "prism missing: run bash server/aiapi/install_tools.sh"
+        if os.environ.get("HEADSTART_REQUIRE_E2E") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    document = load_document(PETSTORE)
+    package = generate_python(document, tmp_path)
+    passed = run_contract_tests(document, package)
+    assert passed.ok and passed.outcomes["ok"] == 3, passed.output
+    client = package / "client.py"
+    client.write_text(client.read_text().replace('f"/pets/{', 'f"/pet/{'))
+    broken = run_contract_tests(document, package)
+    assert not broken.ok
+    assert broken.outcomes["mock answered 404"] == 1  # show_pet_by_id
+    assert "show_pet_by_id (/pets/{petId}): mock answered 404" in broken.output
+
+
+def test_example_values_follow_the_schema(tmp_path: Path) -> None:
+    document = load_document(PETSTORE)
+    schema = {
+        "type": "object",
+        "required": ["when", "count", "tags", "kind"],
+        "properties": {
+            "when": {"type": "string", "format": "date-time"},
+            "count": {"type": "integer", "minimum": 5, "example": "five"},
+            "tags": {"type": "array", "minItems": 2, "items": {"type": "string"}},
+            "kind": {"type": "string", "enum": ["cat", "dog"]},
+            "note": {"type": "string"},
+        },
+    }
+    assert example_value(document, schema) == {
+        "when": "2024-01-02T03:04:05Z",
+        "count": 5,  # the string example does not fit an integer
+        "tags": ["a", "a"],
+        "kind": "cat",
+    }
+    assert example_value(document, {"$ref": "#/components/schemas/Pet"}) == {"id": 1, "name": "a"}

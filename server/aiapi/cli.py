@@ -36,7 +36,8 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     generate.add_argument(
         "--verify",
         action="store_true",
-        help="run mypy --strict, tsc --noEmit and go vet over what was generated",
+        help="run mypy --strict, tsc --noEmit and go vet over what was generated, and the "
+        "Python client's contract tests against a Prism mock of the document",
     )
 
 
@@ -68,7 +69,9 @@ def run_aiapi(args: argparse.Namespace) -> int:
 
     say(f"{document.title} {document.api_version} (OpenAPI {document.openapi_version})")
     try:
-        result = generate_contract(document, args.out, languages, verify=args.verify, progress=say)
+        result = generate_contract(
+            document, args.out, languages, verify=args.verify, contract=args.verify, progress=say
+        )
     except ToolMissing as exc:
         print(f"headstart aiapi generate: {exc}", file=sys.stderr)
         return 3
@@ -78,6 +81,11 @@ def run_aiapi(args: argparse.Namespace) -> int:
         elif entry.check is not None and not entry.check.ok:
             print(
                 f"{entry.language}: {entry.check.checker} failed:\n{entry.check.output}",
+                file=sys.stderr,
+            )
+        elif entry.contract is not None and not entry.contract.ok:
+            print(
+                f"{entry.language}: contract tests failed:\n{entry.contract.output}",
                 file=sys.stderr,
             )
         else:

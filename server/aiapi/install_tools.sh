@@ -3,14 +3,15 @@
 # missing, so a second run takes a second:
 #   - Debian's golang-go (gofmt, go vet): no Go module proxy is needed, the generated Go
 #     package uses the standard library only;
-#   - @hey-api/openapi-ts, typescript and zod from npm into .tools/aiapi-node (git-ignored),
-#     at the versions of server/aiapi/node/package-lock.json.
+#   - @hey-api/openapi-ts, typescript, zod and prettier from npm into .tools/aiapi-node
+#     (git-ignored), at the versions of server/aiapi/node/package-lock.json;
+#   - Prism (@stoplight/prism-cli), the mock the contract tests call, into
+#     .tools/aiapi-mock, at the versions of server/aiapi/mock/package-lock.json.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TOOLS=${HEADSTART_TOOLS:-$ROOT/.tools}
 NODE_DIR=$TOOLS/aiapi-node
-LOCK=$ROOT/server/aiapi/node/package-lock.json
 
 step() { printf '==> %s\n' "$*"; }
 
@@ -32,13 +33,21 @@ if ! command -v go >/dev/null || ! command -v gofmt >/dev/null; then
     golang-go >/dev/null
 fi
 
-stamp=$NODE_DIR/.installed-$(sha256sum "$LOCK" | cut -c1-16)
-if [ -f "$stamp" ] && [ -x "$NODE_DIR/node_modules/.bin/openapi-ts" ]; then
-  exit 0
-fi
-step "@hey-api/openapi-ts, typescript and zod into $NODE_DIR"
-rm -rf "$NODE_DIR"
-mkdir -p "$NODE_DIR"
-cp "$ROOT/server/aiapi/node/package.json" "$LOCK" "$NODE_DIR/"
-(cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
-touch "$stamp"
+# npm_ci DIR SOURCE: the package.json and lock of SOURCE installed into DIR, unless there
+npm_ci() {
+  local dir=$1 source=$2
+  local stamp
+  stamp=$dir/.installed-$(sha256sum "$source/package-lock.json" | cut -c1-16)
+  if [ -f "$stamp" ]; then
+    return 0
+  fi
+  step "npm ci $(basename "$source") into $dir"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$source/package.json" "$source/package-lock.json" "$dir/"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  touch "$stamp"
+}
+
+npm_ci "$NODE_DIR" "$ROOT/server/aiapi/node"
+npm_ci "$TOOLS/aiapi-mock" "$ROOT/server/aiapi/mock"

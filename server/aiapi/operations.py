@@ -36,6 +36,12 @@ class Payload:
     def is_json(self) -> bool:
         return self.media_type is not None and is_json_media(self.media_type)
 
+    @property
+    def is_form(self) -> bool:
+        """A form (urlencoded or multipart): a mapping of fields, not a blob."""
+        base = (self.media_type or "").split(";")[0].strip().lower()
+        return base in ("application/x-www-form-urlencoded", "multipart/form-data")
+
 
 @dataclass(frozen=True)
 class Operation:

@@ -13,14 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.aiapi.contract import ContractTestResult, run_contract_tests
 from server.aiapi.document import ContractDocument
 from server.aiapi.go_client import generate_go
 from server.aiapi.python_client import generate_python
-from server.aiapi.tools import GeneratorError
+from server.aiapi.tools import GeneratorError, ToolMissing
 from server.aiapi.typescript_client import generate_typescript
 from server.aiapi.verify import CheckResult, check_go, check_python, check_typescript
 
 LANGUAGES = ("python", "typescript", "go")
+# Whose client the contract tests call so far (TypeScript and Go: a later slice).
+CONTRACT_TESTED = ("python",)
 
 GENERATORS: dict[str, Callable[[ContractDocument, Path], Path]] = {
     "python": generate_python,
@@ -41,10 +44,15 @@ class LanguageResult:
     generate_seconds: float = 0.0
     generate_error: str | None = None
     check: CheckResult | None = None
+    contract: ContractTestResult | None = None
 
     @property
     def ok(self) -> bool:
-        return self.generate_error is None and (self.check is None or self.check.ok)
+        return (
+            self.generate_error is None
+            and (self.check is None or self.check.ok)
+            and (self.contract is None or self.contract.ok)
+        )
 
 
 @dataclass
@@ -64,6 +72,7 @@ def generate_contract(
     languages: tuple[str, ...] = LANGUAGES,
     *,
     verify: bool = False,
+    contract: bool = False,
     check_timeout_s: float = 600,
     progress: Callable[[str], None] | None = None,
 ) -> ContractResult:
@@ -92,6 +101,21 @@ def generate_contract(
                 verdict = "passed" if entry.check.ok else "FAILED"
                 progress(
                     f"{language}: {entry.check.checker} {verdict} ({entry.check.seconds:.1f} s)"
+                )
+        if contract and language in CONTRACT_TESTED and entry.folder is not None:
+            try:
+                entry.contract = run_contract_tests(document, entry.folder, check_timeout_s)
+            except ToolMissing:
+                raise
+            except GeneratorError as exc:
+                entry.contract = ContractTestResult(False, 0.0, output=str(exc))
+            if progress is not None:
+                tested = entry.contract
+                verdict = "passed" if tested.ok else "FAILED"
+                counts = ", ".join(f"{n} {what}" for what, n in sorted(tested.outcomes.items()))
+                progress(
+                    f"{language}: contract tests against Prism {verdict} ({counts or 'no calls'};"
+                    f" {tested.seconds:.1f} s)"
                 )
     return result
 

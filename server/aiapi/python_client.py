@@ -29,7 +29,7 @@ from server.aiapi.operations import (
 from server.aiapi.tools import GeneratorError
 
 PRIMITIVES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
-RESERVED_ARGUMENTS = {"self", "body", "content", "headers", "params", "response"}
+RESERVED_ARGUMENTS = {"self", "body", "content", "data", "headers", "params", "response"}
 RESERVED_METHODS = {"close", "aclose"}
 
 
@@ -137,6 +137,21 @@ def _top_level_names(source: str) -> set[str]:
     return names
 
 
+def client_methods(document: ContractDocument) -> list[tuple[str, Operation]]:
+    """Each operation with the name of its method on Client and AsyncClient."""
+    names = UniqueNames(RESERVED_METHODS)
+    return [
+        (names.claim(snake("_".join(op.name_words), "call")), op)
+        for op in collect_operations(document)
+    ]
+
+
+def argument_names(op: Operation) -> list[tuple[Parameter, str]]:
+    """Each parameter with the name of its argument (the body is `body` or `content`)."""
+    names = UniqueNames(RESERVED_ARGUMENTS)
+    return [(param, names.claim(snake(param.name), "_")) for param in op.parameters]
+
+
 class PythonClientTemplate:
     """Client and AsyncClient: one method per operation, typed by the generated models."""
 
@@ -183,11 +198,7 @@ class PythonClientTemplate:
         document = self.document
         servers = document.data.get("servers") or []
         base_url = _server_url(servers[0]) if servers and isinstance(servers[0], dict) else ""
-        method_names = UniqueNames(RESERVED_METHODS)
-        operations = [
-            (method_names.claim(snake("_".join(op.name_words), "call")), op)
-            for op in collect_operations(document)
-        ]
+        operations = client_methods(document)
         sync_methods = "\n".join(
             self._method(name, op, asynchronous=False) for name, op in operations
         )
@@ -232,23 +243,36 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
     return {{key: _plain(value) for key, value in values.items() if value is not None}}
 
 
+def _multipart(values: dict[str, Any] | None) -> dict[str, Any]:
+    """Form fields as multipart parts: bytes as files, everything else as text."""
+    return {{
+        key: (key, value) if isinstance(value, bytes) else (None, str(_plain(value)))
+        for key, value in (values or {{}}).items()
+        if value is not None
+    }}
+
+
 def _text_headers(values: dict[str, Any]) -> dict[str, str]:
     return {{key: str(value) for key, value in _given(values).items()}}
 
 
 class Client:
-    """Calls the API over a blocking httpx.Client; a context manager closes it."""
+    """Calls the API over a blocking httpx.Client; a context manager closes it.
+
+    `headers` and `params` go with every request: credentials, as the API wants them."""
 
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,
         *,
         headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.http = httpx.Client(
-            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+            base_url=base_url, headers=headers, params=params, timeout=timeout,
+            transport=transport,
         )
 
     def close(self) -> None:
@@ -276,11 +300,13 @@ class AsyncClient:
         base_url: str = DEFAULT_BASE_URL,
         *,
         headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.http = httpx.AsyncClient(
-            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+            base_url=base_url, headers=headers, params=params, timeout=timeout,
+            transport=transport,
         )
 
     async def aclose(self) -> None:
@@ -301,13 +327,10 @@ class AsyncClient:
 '''
 
     def _method(self, name: str, op: Operation, *, asynchronous: bool) -> str:
-        arguments = UniqueNames(RESERVED_ARGUMENTS)
         required: list[str] = []
         optional: list[str] = []
-        named: list[tuple[Parameter, str]] = []
-        for param in op.parameters:
-            python_name = arguments.claim(snake(param.name), "_")
-            named.append((param, python_name))
+        named = argument_names(op)
+        for param, python_name in named:
             kind = self.parameter_type(param.schema)
             if param.required:
                 required.append(f"{python_name}: {kind}")
@@ -320,6 +343,20 @@ class AsyncClient:
                 kind = self.type_of(op.body.schema)
                 argument = f"body: {kind}" if op.body_required else f"body: {kind} | None = None"
                 send = ", json=_plain(body)"
+            elif op.body.is_form and "multipart" in (op.body.media_type or ""):
+                argument = (
+                    "data: dict[str, Any]"
+                    if op.body_required
+                    else "data: dict[str, Any] | None = None"
+                )
+                send = ", files=_multipart(data)"
+            elif op.body.is_form:
+                argument = (
+                    "data: dict[str, Any]"
+                    if op.body_required
+                    else "data: dict[str, Any] | None = None"
+                )
+                send = ", data=_given(data or {})"
             else:
                 argument = "content: bytes" if op.body_required else "content: bytes | None = None"
                 send = ", content=content"
