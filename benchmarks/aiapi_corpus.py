@@ -11,8 +11,8 @@ installed at pinned versions into .tools/aiapi-corpus. A fixed seed picks the sa
 the sorted pool. Each document is validated, generated for each language and checked by
 that language's checker; one JSON line per document goes to --results as soon as it is
 done, so a long run can be stopped, resumed (documents already there are skipped) and
-reported at any point. The contract tests against a mock are not built yet: that stage
-is reported as not run.
+reported at any point. With --contract the Python client's contract tests run too (Prism
+mocks the document; TypeScript and Go clients are not called yet).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,19 @@ def failure_class(language: str, stage: str, text: str) -> str:
     return f"{language} check: {first[:100]}"
 
 
-def run_one(path: Path, ident: str, languages: tuple[str, ...], timeout_s: float) -> dict[str, Any]:
+def contract_failure_class(language: str, tested: Any) -> str:
+    wrong = Counter(
+        {what: n for what, n in tested.outcomes.items() if what != "ok" and "skipped" not in what}
+    )
+    if wrong:
+        return f"{language} contract: {wrong.most_common(1)[0][0]}"
+    first = tested.output.strip().splitlines()[-1] if tested.output.strip() else "no output"
+    return f"{language} contract: {first[:100]}"
+
+
+def run_one(
+    path: Path, ident: str, languages: tuple[str, ...], timeout_s: float, contract: bool
+) -> dict[str, Any]:
     started = time.perf_counter()
     record: dict[str, Any] = {"id": ident, "bytes": path.stat().st_size, "languages": {}}
     try:
@@ -107,7 +120,12 @@ def run_one(path: Path, ident: str, languages: tuple[str, ...], timeout_s: float
     record["validate_seconds"] = time.perf_counter() - started
     with tempfile.TemporaryDirectory(prefix="headstart-aiapi-corpus-") as scratch:
         result = generate_contract(
-            document, Path(scratch), languages, verify=True, check_timeout_s=timeout_s
+            document,
+            Path(scratch),
+            languages,
+            verify=True,
+            contract=contract,
+            check_timeout_s=timeout_s,
         )
         for entry in result.languages:
             outcome: dict[str, Any] = {
@@ -123,6 +141,14 @@ def run_one(path: Path, ident: str, languages: tuple[str, ...], timeout_s: float
                 if not entry.check.ok:
                     outcome["failure"] = failure_class(entry.language, "check", entry.check.output)
                     outcome["detail"] = entry.check.output[:2000]
+            if entry.contract is not None:
+                tested = entry.contract
+                outcome["contract"] = tested.ok
+                outcome["contract_seconds"] = round(tested.seconds, 3)
+                outcome["operations"] = dict(tested.outcomes)
+                if not tested.ok and "failure" not in outcome:
+                    outcome["failure"] = contract_failure_class(entry.language, tested)
+                    outcome["detail"] = tested.output[:2000]
             record["languages"][entry.language] = outcome
     record["seconds"] = time.perf_counter() - started
     return record
@@ -146,13 +172,28 @@ def report(records: list[dict[str, Any]], languages: tuple[str, ...]) -> str:
         tried = [r["languages"][language] for r in valid if language in r["languages"]]
         generated = [o for o in tried if o["generated"]]
         checked = [o for o in generated if o.get("checked")]
+        contracted = [o for o in checked if "contract" in o]
+        if contracted:
+            contract_ok = [o for o in contracted if o["contract"]]
+            operations: Counter[str] = Counter()
+            for o in contracted:
+                operations.update(o["operations"])
+            calls = ", ".join(f"{n} {what}" for what, n in operations.most_common())
+            contract_text = (
+                f"contract tests {len(contract_ok)}/{len(contracted)} "
+                f"({_share(len(contract_ok), len(contracted))}; operations: {calls})"
+            )
+            final = contract_ok
+        else:
+            contract_text = "contract tests: not run"
+            final = checked
         outputs += len(tried)
-        passed += len(checked)
+        passed += len(final)
         lines.append(
             f"{language:<10} generates {len(generated)}/{len(tried)} "
             f"({_share(len(generated), len(tried))}), passes its checker {len(checked)}/"
-            f"{len(generated)} ({_share(len(checked), len(generated))}), end to end "
-            f"{_share(len(checked), len(tried))}; contract tests: not run (not built yet)"
+            f"{len(generated)} ({_share(len(checked), len(generated))}), {contract_text}, "
+            f"end to end {_share(len(final), len(tried))}"
         )
         classes.update(o["failure"] for o in tried if "failure" in o)
     lines.append(
@@ -169,6 +210,7 @@ def report(records: list[dict[str, Any]], languages: tuple[str, ...]) -> str:
         per = [
             r["languages"][language]["generate_seconds"]
             + r["languages"][language].get("check_seconds", 0.0)
+            + r["languages"][language].get("contract_seconds", 0.0)
             for r in valid
             if language in r["languages"]
         ]
@@ -200,6 +242,11 @@ def main() -> int:
     )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per checker run")
     parser.add_argument("--report", type=Path, help="only summarise this results.jsonl")
+    parser.add_argument(
+        "--contract",
+        action="store_true",
+        help="also run the contract tests (the Python client against a Prism mock)",
+    )
     args = parser.parse_args()
     languages = tuple(args.languages.split(","))
     if args.report:
@@ -222,12 +269,12 @@ def main() -> int:
             ident = document_id(path, modules)
             if ident in done:
                 continue
-            record = run_one(path, ident, languages, args.timeout)
+            record = run_one(path, ident, languages, args.timeout, args.contract)
             done[ident] = record
             results.write(json.dumps(record) + "\n")
             results.flush()
             verdicts = " ".join(
-                f"{lang}={'ok' if o.get('checked') else 'FAIL'}"
+                f"{lang}={'ok' if o.get('checked') and o.get('contract', True) else 'FAIL'}"
                 for lang, o in record["languages"].items()
             )
             print(
