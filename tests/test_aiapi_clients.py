@@ -246,3 +246,28 @@ def test_example_values_follow_the_schema(tmp_path: Path) -> None:
         "kind": "cat",
     }
     assert example_value(document, {"$ref": "#/components/schemas/Pet"}) == {"id": 1, "name": "a"}
+
+
+def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
+    """GitHub's document has enums whose values are str's method names and URL fields with
+    an empty default: both once failed mypy --strict."""
+    document = tmp_path / "github-like.yaml"
+    document.write_text(
+        "openapi: 3.0.3\n"
+        "info: {title: GitHub-like, version: '1'}\n"
+        "paths: {}\n"
+        "components:\n"
+        "  schemas:\n"
+        "    Field: {type: string, enum: [title, count, index, labels]}\n"
+        "    Status:\n"
+        "      type: object\n"
+        "      properties:\n"
+        "        environment_url: {type: string, format: uri, default: ''}\n"
+        "        field: {$ref: '#/components/schemas/Field'}\n"
+    )
+    package = generate_python(load_document(document), tmp_path / "out")
+    models = (package / "models.py").read_text()
+    assert 'TITLE = "title"' in models
+    assert "environment_url: str | None" in models
+    result = check_python(package)
+    assert result.ok, result.output

@@ -120,6 +120,11 @@ def _generate_models(document: ContractDocument) -> Any:
         use_annotated=True,
         field_constraints=True,
         set_default_enum_member=True,
+        # UPPER_CASE members: a StrEnum member named `title` or `count` shadows str's method
+        capitalise_enum_members=True,
+        # URLs stay the text the API sent (AnyUrl adds a trailing slash, and rejects the
+        # empty defaults GitHub's document gives some of them)
+        type_mappings=["string+uri=string"],
         disable_timestamp=True,
         custom_file_header=f'"""{header(document, "Models")}"""',
         formatters=[Formatter.RUFF_FORMAT],
