@@ -123,8 +123,9 @@ def _generate_models(document: ContractDocument) -> Any:
         # UPPER_CASE members: a StrEnum member named `title` or `count` shadows str's method
         capitalise_enum_members=True,
         # URLs stay the text the API sent (AnyUrl adds a trailing slash, and rejects the
-        # empty defaults GitHub's document gives some of them)
-        type_mappings=["string+uri=string"],
+        # empty defaults GitHub's document gives some of them); e-mail addresses as str, as
+        # EmailStr needs email-validator, which a client should not have to install
+        type_mappings=["string+uri=string", "string+email=string", "string+idn-email=string"],
         disable_timestamp=True,
         custom_file_header=f'"""{header(document, "Models")}"""',
         formatters=[Formatter.RUFF_FORMAT],
