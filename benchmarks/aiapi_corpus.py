@@ -241,7 +241,14 @@ def main() -> int:
         "--results", type=Path, default=ROOT / "test-output" / "aiapi-corpus" / "results.jsonl"
     )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per checker run")
-    parser.add_argument("--report", type=Path, help="only summarise this results.jsonl")
+    parser.add_argument(
+        "--report", type=Path, nargs="+", help="only summarise these results.jsonl files"
+    )
+    parser.add_argument(
+        "--shard",
+        default="1/1",
+        help="K/N: run only every Nth document of the sample from the Kth (N processes)",
+    )
     parser.add_argument(
         "--contract",
         action="store_true",
@@ -250,12 +257,19 @@ def main() -> int:
     args = parser.parse_args()
     languages = tuple(args.languages.split(","))
     if args.report:
-        records = [json.loads(line) for line in args.report.read_text().splitlines() if line]
+        records = [
+            json.loads(line)
+            for results in args.report
+            for line in results.read_text().splitlines()
+            if line
+        ]
         print(report(records, languages))
         return 0
     modules = install_corpus(args.cache)
     pool = corpus_pool(modules)
     sample = random.Random(args.seed).sample(pool, min(args.sample, len(pool)))
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    sample = sample[shard - 1 :: shards]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     done: dict[str, dict[str, Any]] = {}
     if args.results.exists():
