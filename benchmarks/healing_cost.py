@@ -3,7 +3,9 @@ healed (the typed part's last characters taken off the prompt and the answer mad
 with them by a `structured_outputs` regex, as `completion.tokenHealing` sends them), in
 turns, and the first-token and whole-answer latencies of each; then the same at a
 concurrency, where grammar work is shared by the batch. Checks that every healed answer
-does start with the characters (vLLM's regex dialect reads the server's pattern).
+does start with the characters (vLLM's regex dialect reads the server's pattern), and
+whether a healed answer can still end on each of the template's special tokens (a grammar
+may mask tokens that no regex spells): each is pushed with a logit bias, plain and healed.
 
     python benchmarks/healing_cost.py --endpoint http://127.0.0.1:8000/v1 [--requests 40]
         [--concurrency 16] [--max-tokens 32]
@@ -86,6 +88,37 @@ async def one(
     return ((first or ended) - started) * 1000, (ended - started) * 1000, text
 
 
+async def special_token_ends(client: httpx.AsyncClient, model: str) -> None:
+    """Per Qwen special token that ends an answer: what comes when it is made the likely
+    next token right after the forced characters, without the regex and with it."""
+    template = TEMPLATES["qwen"]
+    prompt = template.prompt(
+        repo_name="r",
+        file_path="a.py",
+        prefix="def f():\n    return x",
+        suffix="\n",
+        layout="lineStart",
+    ).text
+    for token, token_id in zip(template.stop_tokens, template.stop_token_ids, strict=True):
+        for forced in ("", ".y"):
+            body: dict[str, Any] = {
+                "model": model,
+                "prompt": prompt,
+                "max_tokens": 8,
+                "temperature": 0.0,
+                "logit_bias": {str(token_id): 100},
+                "stop_token_ids": list(template.stop_token_ids),
+            }
+            if forced:
+                body["structured_outputs"] = {"regex": starting_with(forced)}
+            reply = (await client.post("/completions", json=body)).json()
+            choice = reply["choices"][0]
+            print(
+                f"{token:15} {'healed' if forced else 'plain':6} {choice['text']!r:40} "
+                f"finish {choice['finish_reason']}, stop {choice.get('stop_reason')}"
+            )
+
+
 def summary(name: str, rows: list[tuple[float, float, str]]) -> str:
     firsts, totals = [r[0] for r in rows], [r[1] for r in rows]
     return (
@@ -129,6 +162,7 @@ async def run(args: argparse.Namespace) -> int:
             )
             wall = (time.perf_counter() - started) * 1000
             print(f"{summary(name, rows)}; {args.concurrency} at once, {wall:.0f} ms in all")
+        await special_token_ends(client, model)
     return 0
 
 
