@@ -45,7 +45,7 @@ from cache.model import FileRecord, ImportSpec, Outline
 from cache.outline import parse_outline, runs_grammar, supported
 from cache.python_imports import python_imports
 from cache.scan import ScannedFile, ScanSettings, SkipReason, check_file, scan
-from cache.secrets import FileSecrets, scan_file
+from cache.secrets import FileSecrets, scan_file, warm_up
 from cache.store import ProjectStore
 
 log = logging.getLogger(__name__)
@@ -140,6 +140,7 @@ class ProjectIndex:
         """Bring the index up to date with the disk, and persist what changed."""
         started = time.perf_counter()
         summary = IndexSummary()
+        warm_up()  # the secret rules, compiled here rather than at the first prompt
         with _gc_paused():  # ~10^5 long-lived objects: collections would find no garbage
             changed = self._build(progress, summary)
         summary.files = len(self.records)

@@ -41,6 +41,7 @@ __all__ = [
     "secret_file_reason",
     "secret_values",
     "syntax_of",
+    "warm_up",
 ]
 
 MASK = "<redacted>"
@@ -99,6 +100,12 @@ def _mask_line(line: str, spans: tuple[Span, ...]) -> str:
     return "".join(pieces) + line[kept:]
 
 
+def warm_up() -> None:
+    """Compile the rules now (~0.2-0.4 s), not at the first keystroke's prompt."""
+    rule_set()
+    _line_hints()
+
+
 @functools.cache
 def _line_hints() -> Any:
     """gitleaks' keywords and the generic rules' hints, as one RE2 pattern on bytes."""
@@ -136,19 +143,43 @@ def _hit_lines(data: bytes, search: Any) -> list[int]:
 
 
 def find_secrets(text: str, path: str = "") -> dict[int, tuple[Span, ...]]:
-    """Line number -> the spans (columns) to mask on that line."""
+    """Line number -> the spans (columns) to mask on that line, for a whole file: gitleaks'
+    rules in one RE2 pass each over the file's bytes, the generic rules on the lines their
+    hints pick (each line's findings memoised), and private-key blocks."""
     syntax = syntax_of(path)
-    found: dict[int, tuple[Span, ...]] = {}
-    numbers = candidate_lines(text)
+    data = text.encode("utf-8", "surrogatepass")
+    lowered = data.lower()
+    spans: dict[int, list[Span]] = {}
+    where = f"file.{syntax}" if syntax else "file"
+    for finding in rule_set().find_in_text(data, lowered, where):
+        number = data.count(b"\n", 0, finding.start)
+        line_start = data.rfind(b"\n", 0, finding.start) + 1
+        line_end = data.find(b"\n", finding.start)
+        stop = min(finding.end, len(data) if line_end < 0 else line_end)  # one line's part
+        column = len(data[line_start : finding.start].decode("utf-8", "surrogatepass"))
+        width = len(data[finding.start : stop].decode("utf-8", "surrogatepass"))
+        spans.setdefault(number, []).append((column, column + width))
+    numbers = _hit_lines(lowered, _generic_hints().search)
+    numbers = sorted(set(numbers).union(_hit_lines(lowered, generic.LITERAL_HINT.search)))
     if numbers:
         lines = text.split("\n")
         for number in numbers:
-            spans = line_spans(lines[number], syntax)
-            if spans:
-                found[number] = spans
+            found = _generic_spans(lines[number], syntax)
+            if found:
+                spans.setdefault(number, []).extend(found)
     for number, span in generic.key_block_lines(text).items():
-        found[number] = _merged((*found.get(number, ()), span))
-    return found
+        spans.setdefault(number, []).append(span)
+    return {number: _merged(found) for number, found in spans.items()}
+
+
+@functools.lru_cache(maxsize=65536)
+def _generic_spans(line: str, syntax: str) -> tuple[Span, ...]:
+    return tuple((f.start, f.end) for f in generic.line_findings(line, syntax) if f.end > f.start)
+
+
+@functools.cache
+def _generic_hints() -> Any:
+    return re2.compile(generic.LINE_HINT.pattern.encode("utf-8"))
 
 
 def mask_lines(lines: list[str], found: dict[int, tuple[Span, ...]]) -> list[str]:

@@ -123,12 +123,14 @@ def _looks_like_code(value: str) -> bool:
 NAME_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper")
 """A line without one of these has no secret's name (a cheap look before ASSIGNMENT)."""
 LINE_HINT = re.compile(
-    r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper|bearer|basic|://|private key"
+    r"(?:pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper)[\w.-]*[\"'\]]{0,2}\s*"
+    r"(?::=|=>|\?=|=|:|,)|bearer|basic|://"
 )
 LITERAL_HINT = re.compile(rb"[\"'`][a-z0-9+/=_.~-]{20}")
-"""Lower-cased text without any of these words, or a quote opening a long literal, has no
-generic finding: C-speed passes over a whole file pick the lines worth reading (the
-literal apart: its counted repetition would swell the words' RE2 automaton)."""
+"""Lower-cased text without a secret-like name before a separator, a credential word or
+`://`, or a quote opening a long literal, has no generic finding: C-speed passes over a
+whole file pick the lines worth reading (the literal apart: its counted repetition would
+swell the words' RE2 automaton)."""
 
 
 def keyed_values(line: str, syntax: str) -> Iterator[Finding]:

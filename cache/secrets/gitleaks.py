@@ -88,8 +88,32 @@ class RuleSet:
         self.by_keyword = by_keyword
         self.inside = {k: [j for j in by_keyword if j in k] for k in by_keyword}
         """Keyword -> the keywords within it: a search finds the longest one only."""
+        self.keywords = list(by_keyword)
+        self.keyword_set = re2.Set.SearchSet(re2.Options())
+        """All keywords at once, telling which occur (a findall would build a match object
+        for each of a file's thousands of hits)."""
+        for keyword in self.keywords:
+            self.keyword_set.Add(re2.escape(keyword))
+        self.keyword_set.Compile()
         longest_first = sorted(by_keyword, key=len, reverse=True)
         self.keyword_search = re2.compile(b"|".join(re2.escape(k) for k in longest_first))
+
+    def find_in_text(self, data: bytes, lowered: bytes, path: str = "") -> list[Finding]:
+        """The secrets of a whole file's bytes (`lowered` is `data.lower()`), in byte
+        offsets: as gitleaks scans a file, each rule one RE2 pass over it, and only the
+        rules whose keywords the file holds."""
+        rules: dict[str, Rule] = {}
+        for index in self.keyword_set.Match(lowered) or ():  # one pass: which keywords occur
+            rules.update((rule.id, rule) for rule in self.by_keyword[self.keywords[index]])
+        if not rules:
+            return []
+        found: list[Finding] = []
+        where = path.encode("utf-8", "surrogatepass")
+        for rule in rules.values():
+            if rule.path is not None and not (where and rule.path.search(where)):
+                continue
+            found.extend(self._findings(rule, data, where, whole=True))
+        return found
 
     def find(self, line: str, path: str = "") -> list[Finding]:
         """The secrets gitleaks' rules find in `line` (no newline in it). The rules run on
@@ -113,18 +137,24 @@ class RuleSet:
             found = [Finding(_chars(data, f.start), _chars(data, f.end), f.rule) for f in found]
         return found
 
-    def _findings(self, rule: Rule, line: bytes, path: bytes) -> list[Finding]:
+    def _findings(self, rule: Rule, text: bytes, path: bytes, whole: bool = False) -> list[Finding]:
         found = []
-        for match in rule.regex.finditer(line):
+        for match in rule.regex.finditer(text):
             start, end = _secret_span(rule, match)
-            secret = line[start:end].strip(b"\n")
+            secret = text[start:end].strip(b"\n")
             if not secret:
                 continue
             if rule.entropy and shannon_entropy(secret.decode("utf-8", "replace")) <= rule.entropy:
                 continue
-            text = match.group(0)
+            line = text
+            if whole:  # the line of the match, for allowlists that read it
+                line_start = text.rfind(b"\n", 0, match.start()) + 1
+                line_end = text.find(b"\n", match.start())
+                line = text[line_start : len(text) if line_end < 0 else line_end]
             allowlists = (self.global_allowlist, *rule.allowlists)
-            if any(a is not None and a.allows(secret, text, line, path) for a in allowlists):
+            if any(
+                a is not None and a.allows(secret, match.group(0), line, path) for a in allowlists
+            ):
                 continue
             found.append(Finding(start, end, rule.id))
         return found
