@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pydantic
 import pytest
 from conftest import ROOT
 
@@ -271,3 +273,42 @@ def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
     assert "environment_url: str | None" in models
     result = check_python(package)
     assert result.ok, result.output
+
+
+def test_all_of_child_narrowing_a_parent_property_passes_mypy(tmp_path: Path) -> None:
+    """ideal-postcodes' AbAddress narrows PafBase's `country` enum: as a subclass that
+    field would be an incompatible override under mypy --strict."""
+    document = tmp_path / "narrowing.yaml"
+    document.write_text(
+        "openapi: 3.0.3\n"
+        "info: {title: Narrowing, version: '1'}\n"
+        "paths: {}\n"
+        "components:\n"
+        "  schemas:\n"
+        "    Base:\n"
+        "      type: object\n"
+        "      required: [country]\n"
+        "      properties:\n"
+        "        country: {type: string, enum: [England, Scotland, Wales, France]}\n"
+        "        postcode: {type: string}\n"
+        "    Uk:\n"
+        "      allOf:\n"
+        "        - $ref: '#/components/schemas/Base'\n"
+        "        - properties:\n"
+        "            country: {type: string, enum: [England, Scotland, Wales]}\n"
+    )
+    package = generate_python(load_document(document), tmp_path / "out")
+    result = check_python(package)
+    assert result.ok, result.output
+    models = importlib.util.spec_from_file_location("narrowing_models", package / "models.py")
+    assert models is not None and models.loader is not None
+    module = importlib.util.module_from_spec(models)
+    sys.modules["narrowing_models"] = module  # pydantic resolves annotations through it
+    try:
+        models.loader.exec_module(module)
+    finally:
+        del sys.modules["narrowing_models"]
+    uk = module.Uk.model_validate({"country": "Wales", "postcode": "CF10"})
+    assert uk.postcode == "CF10"
+    with pytest.raises(pydantic.ValidationError):
+        module.Uk.model_validate({"country": "France"})

@@ -10,6 +10,7 @@ ruff format, so the same document gives the same bytes.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -109,8 +110,9 @@ def _generate_models(document: ContractDocument) -> Any:
     from datamodel_code_generator.enums import DataModelType, InputFileType
     from datamodel_code_generator.format import Formatter
 
+    flattened = _flatten_narrowing_all_of(document)
     return generate(
-        document.path,
+        document.path if flattened is None else json.dumps(flattened),
         input_file_type=InputFileType.OpenAPI,
         output_model_type=DataModelType.PydanticV2BaseModel,
         target_python_version=PythonVersion.PY_311,
@@ -130,6 +132,45 @@ def _generate_models(document: ContractDocument) -> Any:
         custom_file_header=f'"""{header(document, "Models")}"""',
         formatters=[Formatter.RUFF_FORMAT],
     )
+
+
+def _flatten_narrowing_all_of(document: ContractDocument) -> dict[str, Any] | None:
+    """A copy of the document where an allOf child that redeclares a property of its one
+    parent gets the parent's schema inlined instead of `$ref`d; None when none does.
+
+    datamodel-code-generator makes such a child a subclass whose field has another type
+    (an enum narrowed to a subset becomes a second enum), which mypy --strict rejects as
+    an incompatible override. Inlined, the child is a class of its own with the same
+    properties: the allOf means the same."""
+    schemas = (document.data.get("components") or {}).get("schemas") or {}
+    changed: dict[str, Any] = {}
+    for name, schema in schemas.items():
+        parts = schema.get("allOf") if isinstance(schema, dict) else None
+        if not isinstance(parts, list):
+            continue
+        refs = [i for i, part in enumerate(parts) if isinstance(part, dict) and "$ref" in part]
+        if len(refs) != 1:
+            continue
+        parent = document.resolve(parts[refs[0]])
+        if not isinstance(parent, dict) or not str(parts[refs[0]]["$ref"]).startswith("#"):
+            continue
+        inherited = set((parent.get("properties") or {}).keys())
+        redeclared = {
+            key
+            for i, part in enumerate(parts)
+            if i != refs[0] and isinstance(part, dict)
+            for key in (part.get("properties") or {})
+        }
+        if inherited & redeclared:
+            inlined = [dict(parent) if i == refs[0] else part for i, part in enumerate(parts)]
+            changed[name] = {**schema, "allOf": inlined}
+    if not changed:
+        return None
+    copy = dict(document.data)
+    components = dict(copy["components"])
+    components["schemas"] = {**schemas, **changed}
+    copy["components"] = components
+    return copy
 
 
 def _top_level_names(source: str) -> set[str]:
