@@ -7,10 +7,12 @@ and counts the masked values: real packages hold no live credentials, so each on
 value the model will not see (test fixtures' fake keys included; the examples say which).
 With `--tasks`, it also counts the repository-level tasks whose prompt masking changes:
 those whose own prefix or suffix loses a value, and those whose repository has any masked
-value in a file other than the task's (an upper bound for the other files' snippets).
+value in a file other than the task's (an upper bound for the other files' snippets);
+with `--prompts` too, the tasks whose whole prompt differs, built as the server builds it
+over the indexed repository (minutes: every repository is indexed).
 
     .venv/bin/python benchmarks/secrets_false_positives.py .gpu/eval/*/repos \\
-        --tasks .gpu/eval/*/tasks.jsonl --out /tmp/secrets_fp.json
+        --tasks .gpu/eval/*/tasks.jsonl [--prompts] --out /tmp/secrets_fp.json
 """
 
 from __future__ import annotations
@@ -64,6 +66,12 @@ def main() -> None:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--tasks", nargs="*", type=Path, default=[])
     parser.add_argument("--examples", type=int, default=4)
+    parser.add_argument(
+        "--prompts",
+        action="store_true",
+        help="build every task's prompt as the server does (its repository indexed), with "
+        "and without masking, and count those that differ",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -108,6 +116,8 @@ def main() -> None:
     }
     if args.tasks:
         result["tasks"] = task_changes(args.tasks, masked_files)
+    if args.tasks and args.prompts:
+        result["task_prompts"] = prompt_changes(args.tasks)
     print(json.dumps(result, indent=2))
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
@@ -132,6 +142,73 @@ def task_changes(task_files: list[Path], masked_files: dict[str, int]) -> dict[s
             ):
                 repository += 1
     return {"tasks": total, "own_file_changed": own, "repository_has_masked_values": repository}
+
+
+def prompt_changes(task_files: list[Path]) -> dict[str, object]:
+    """Tasks whose whole prompt (`plan_request` over the indexed repository, default
+    settings) differs with masking on and off."""
+    import tempfile
+
+    import server.completion.context.files as files_module
+    import server.completion.request as request_module
+    from cache.index import ProjectIndex
+    from server.completion.context import ContextBuilder
+    from server.completion.request import CursorContext, plan_request
+    from server.config import CompletionSettings
+
+    real = (
+        request_module.mask_document,
+        request_module.mask_snippet,
+        files_module.masked_lines,
+        files_module.masked_text,
+        files_module.mask_known,
+    )
+    bare = (
+        lambda prefix, suffix, document, path: (prefix, suffix),
+        lambda text, path, current, document: text,
+        lambda text, path="", known=None: text.split("\n"),
+        lambda text, path="": text,
+        lambda text, values: text,
+    )
+
+    def use(functions: tuple[object, ...]) -> None:
+        (
+            request_module.mask_document,
+            request_module.mask_snippet,
+            files_module.masked_lines,
+            files_module.masked_text,
+            files_module.mask_known,
+        ) = functions  # type: ignore[assignment]
+
+    settings = CompletionSettings()
+    total = 0
+    changed: list[str] = []
+    indexes: dict[Path, ProjectIndex] = {}
+    with tempfile.TemporaryDirectory() as cache_dir:
+        for task_file in task_files:
+            for raw in task_file.read_text().splitlines():
+                task = json.loads(raw)
+                repo = (task_file.parent / task["repo_dir"]).resolve()
+                if repo not in indexes:
+                    indexes[repo] = ProjectIndex(repo, cache_dir=Path(cache_dir))
+                    indexes[repo].build()
+                prompts = []
+                for functions in (real, bare):
+                    use(functions)
+                    builder = ContextBuilder(indexes[repo])
+                    text = task["prefix"] + task["suffix"]
+                    ctx = CursorContext(
+                        text, len(task["prefix"]), task["file"], task["package"], "python",
+                        builder,
+                    )  # fmt: skip
+                    prompts.append(plan_request(ctx, settings)[0].prompt)
+                use(real)
+                total += 1
+                if prompts[0] != prompts[1]:
+                    changed.append(task["task_id"])
+        for index in indexes.values():
+            index.close()
+    return {"tasks": total, "prompt_changed": len(changed), "changed_task_ids": changed}
 
 
 if __name__ == "__main__":
