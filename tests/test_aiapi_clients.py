@@ -252,7 +252,8 @@ def test_example_values_follow_the_schema(tmp_path: Path) -> None:
 
 def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
     """GitHub's document has enums whose values are str's method names and URL fields with
-    an empty default: both once failed mypy --strict."""
+    an empty default (both once failed mypy --strict), and required nullable properties
+    (which once rejected the null the API sends)."""
     document = tmp_path / "github-like.yaml"
     document.write_text(
         "openapi: 3.0.3\n"
@@ -263,14 +264,17 @@ def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
         "    Field: {type: string, enum: [title, count, index, labels]}\n"
         "    Status:\n"
         "      type: object\n"
+        "      required: [withdrawn_at]\n"
         "      properties:\n"
         "        environment_url: {type: string, format: uri, default: ''}\n"
+        "        withdrawn_at: {type: string, format: date-time, nullable: true}\n"
         "        field: {$ref: '#/components/schemas/Field'}\n"
     )
     package = generate_python(load_document(document), tmp_path / "out")
     models = (package / "models.py").read_text()
     assert 'TITLE = "title"' in models
-    assert "environment_url: str | None" in models
+    assert 'environment_url: str = ""' in models
+    assert "withdrawn_at: Annotated[AwareDatetime | None, Field(...)]" in models
     result = check_python(package)
     assert result.ok, result.output
 

@@ -122,6 +122,9 @@ def _generate_models(document: ContractDocument) -> Any:
         use_annotated=True,
         field_constraints=True,
         set_default_enum_member=True,
+        # `nullable: true` on a required property means None is a value it takes (GitHub's
+        # withdrawn_at); without this the field would reject the null the API sends
+        strict_nullable=True,
         # UPPER_CASE members: a StrEnum member named `title` or `count` shadows str's method
         capitalise_enum_members=True,
         # URLs stay the text the API sent (AnyUrl adds a trailing slash, and rejects the
