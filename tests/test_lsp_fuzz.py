@@ -146,6 +146,9 @@ async def test_a_fuzzed_session_keeps_the_documents_text_and_the_server_answerin
         TOTALS["steps"] += 1
         fake.script([{"text": "x = 1\n"}])
         await session.check(fake, model)
+    client.text_document_did_close(  # as an editor does: the server's memory stays bounded
+        types.DidCloseTextDocumentParams(text_document=session.document())
+    )
     fake.reset()
     assert "Traceback" not in logs(client)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import deque
 from collections.abc import Sequence
 from urllib.parse import unquote
 
@@ -28,6 +29,10 @@ LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 SPLITLINES_ONLY = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 """Where `str.splitlines` ends a line and LSP does not."""
+
+
+RECENT_SPLITS: deque[tuple[str, tuple[str, ...]]] = deque(maxlen=4)
+"""The last texts split into lines, and their lines (each text by identity)."""
 
 
 def lsp_lines(text: str) -> list[str]:
@@ -72,16 +77,18 @@ class LspTextDocument(TextDocument):
     """A document whose lines end where LSP's do; its incremental edits splice the text at
     the range's offsets (a reversed range taken the right way round, as VS Code does)."""
 
-    _split: tuple[str, tuple[str, ...]] | None = None
-
     @property
     def lines(self) -> tuple[str, ...]:
         """Split once per version of the text: pygls splits again on every access, and a
-        request reads the lines several times."""
+        request reads the lines several times. The last few splits are kept, not one per
+        open document (the lines of a text take several times its memory)."""
         source = self.source
-        if self._split is None or self._split[0] is not source:
-            self._split = (source, tuple(lsp_lines(source)))
-        return self._split[1]
+        for text, lines in tuple(RECENT_SPLITS):  # a copy: a worker thread may split too
+            if text is source:
+                return lines
+        lines = tuple(lsp_lines(source))
+        RECENT_SPLITS.appendleft((source, lines))
+        return lines
 
     def server_position_at_offset(self, offset: int) -> ServerTextPosition:
         """pygls's puts the end of a text without a final line ending on a line after the
