@@ -94,6 +94,13 @@ def test_generic_rules_mask_values_of_secret_names_in_every_syntax(
         ("config.yaml", "  password: ${DB_PASSWORD}"),
         ("api.py", 'key = "name"'),
         ("api.py", 'headers["Authorization"] = f"Bearer {token}"'),
+        ("sql.py", "MAX_GROUPING_TOKENS = 10000"),
+        ("http.py", "#   token          = 1*tchar"),
+        ("model.yaml", "max_tokens: 512"),
+        ("auth.py", '__all__ = ["Auth", "BasicAuth", "DigestAuth", "NetRCAuth"]'),
+        ("client.py", "return self.send(request, auth=auth, follow_redirects=follow_redirects)"),
+        ("auth.py", "# the server answers with HTTP Basic authentication."),
+        ("urls.py", 'ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"'),
     ],
 )
 def test_generic_rules_leave_code_alone(path: str, line: str) -> None:

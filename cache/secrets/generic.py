@@ -19,13 +19,14 @@ from cache.secrets.gitleaks import Finding, shannon_entropy
 SECRET_WORDS = frozenset(
     {
         "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
-        "tokens", "apikey", "credential", "credentials", "creds", "auth", "authorization",
+        "apikey", "credential", "credentials", "creds", "auth", "authorization",
         "dsn", "salt", "pepper", "privatekey", "secretkey", "accesskey", "signingkey",
         "masterkey", "encryptionkey", "sessionkey", "clientsecret", "webhooksecret",
     }
 )  # fmt: skip
 """A name holding one of these words (after splitting snake, kebab, dot and camel case,
 with "api key", "private key", ... joined) names a secret."""
+COUNTING = frozenset({"max", "min", "num", "n", "count", "total", "limit"})
 SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey")
 """A word ending so names a secret too: `PGPASSWORD`, `dbsecret`."""
 KEY_PAIRS = frozenset({"api", "private", "secret", "access", "signing", "master", "encryption",
@@ -93,6 +94,8 @@ def name_means_secret(name: str) -> bool:
     """Whether an identifier names a secret: `STRIPE_KEY`? no; `stripe_secret_key`,
     `dbPassword`, `X-Api-Key`, `auth_token` yes; `token_url`, `secret_name` no."""
     words = [w for w in WORD_SPLIT.split(CAMEL.sub("_", name).lower()) if w]
+    if words and words[0] in COUNTING:
+        return False  # `max_tokens`, `num_keys`: a number of them
     if len(words) >= 2 and words[-1] == "key" and any(w in SECRET_WORDS for w in words):
         return True  # `auth_header_key`, `token_key`
     if not words or (words[-1] in NOT_SECRET_ENDS and not _pair_at_end(words)):
@@ -115,9 +118,16 @@ USER_PASSWORD = re.compile(r"[\w.@-]+:[^\s:/]{6,}")
 HEADER_NAME = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*|X(?:-[A-Z][A-Za-z]+)+")
 
 
-def _looks_like_code(value: str) -> bool:
-    """An unquoted value that reads as an expression: a name, an attribute, a call."""
-    return re.fullmatch(r"[A-Za-z_][\w.]*(?:\(.*)?", value) is not None
+def _literal_in_code(value: str) -> bool:
+    """Whether an unquoted value in code is a literal (in a URL's query, a connection
+    string, a comment), not an expression: long, letters and digits, varied."""
+    return (
+        len(value) >= 8
+        and re.search(r"[A-Za-z]", value) is not None
+        and re.search(r"\d", value) is not None
+        and re.fullmatch(r"[A-Za-z_][\w.]*(?:\(.*)?", value) is None
+        and shannon_entropy(value) > 3
+    )
 
 
 NAME_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper")
@@ -151,8 +161,8 @@ def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
             continue
         if REFERENCE.match(value) or value.strip() != value or len(value) < 4:
             continue
-        if group == "plain" and syntax not in PLAIN_IS_LITERAL and _looks_like_code(value):
-            continue
+        if group == "plain" and syntax not in PLAIN_IS_LITERAL and not _literal_in_code(value):
+            continue  # an expression: `MAX_TOKENS = 10000`, `token = 1*tchar`, `pw = get()`
         if group == "quoted" and " " in value and shannon_entropy(value) < 3.5:
             continue  # a sentence: "Enter your password"
         if _wordy(value) and not (len(value) >= 8 and _names_password(match["name"])):
