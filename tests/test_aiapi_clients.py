@@ -253,7 +253,8 @@ def test_example_values_follow_the_schema(tmp_path: Path) -> None:
 def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
     """GitHub's document has enums whose values are str's method names and URL fields with
     an empty default (both once failed mypy --strict), and required nullable properties
-    (which once rejected the null the API sends)."""
+    (which once rejected the null the API sends); Azure's and sportsdata.io's say
+    `nullable: false` on optional ones (which once came out as `int = None`)."""
     document = tmp_path / "github-like.yaml"
     document.write_text(
         "openapi: 3.0.3\n"
@@ -268,6 +269,7 @@ def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
         "      properties:\n"
         "        environment_url: {type: string, format: uri, default: ''}\n"
         "        withdrawn_at: {type: string, format: date-time, nullable: true}\n"
+        "        game_id: {type: integer, nullable: false}\n"
         "        field: {$ref: '#/components/schemas/Field'}\n"
     )
     package = generate_python(load_document(document), tmp_path / "out")
@@ -275,6 +277,7 @@ def test_models_from_github_shaped_schemas_pass_mypy(tmp_path: Path) -> None:
     assert 'TITLE = "title"' in models
     assert 'environment_url: str = ""' in models
     assert "withdrawn_at: Annotated[AwareDatetime | None, Field(...)]" in models
+    assert "game_id: int | None = None" in models  # optional; says nullable: false
     result = check_python(package)
     assert result.ok, result.output
 

@@ -111,6 +111,9 @@ def _generate_models(document: ContractDocument) -> Any:
     from datamodel_code_generator.format import Formatter
 
     flattened = _flatten_narrowing_all_of(document)
+    data = flattened if flattened is not None else document.data
+    if _has_nullable_false(data):
+        flattened = _without_nullable_false(data)
     return generate(
         document.path if flattened is None else json.dumps(flattened),
         input_file_type=InputFileType.OpenAPI,
@@ -174,6 +177,29 @@ def _flatten_narrowing_all_of(document: ContractDocument) -> dict[str, Any] | No
     components["schemas"] = {**schemas, **changed}
     copy["components"] = components
     return copy
+
+
+def _has_nullable_false(node: Any) -> bool:
+    if isinstance(node, dict):
+        return node.get("nullable") is False or any(_has_nullable_false(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_nullable_false(v) for v in node)
+    return False
+
+
+def _without_nullable_false(node: Any) -> Any:
+    """`nullable: false` dropped (it is the default): with strict_nullable,
+    datamodel-code-generator types an optional property that says it as `int = None`,
+    which mypy --strict rejects (Azure's and sportsdata.io's documents)."""
+    if isinstance(node, dict):
+        return {
+            k: _without_nullable_false(v)
+            for k, v in node.items()
+            if not (k == "nullable" and v is False)
+        }
+    if isinstance(node, list):
+        return [_without_nullable_false(v) for v in node]
+    return node
 
 
 def _top_level_names(source: str) -> set[str]:
