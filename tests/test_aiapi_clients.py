@@ -63,6 +63,7 @@ def test_python_client_sends_the_contract_and_parses_models(petstore_package: An
             client.show_pet_by_id("missing")
         client.list_pets()
     assert str(seen[0].url) == "http://petstore.swagger.io/v1/pets?limit=2"
+    assert seen[0].headers["accept"] == "application/json"  # not XML, were it offered
     assert seen[1].url.raw_path == b"/v1/pets/a%2Fb%20c"
     assert str(seen[3].url) == "http://petstore.swagger.io/v1/pets"  # None is not sent
 

@@ -445,6 +445,10 @@ class AsyncClient:
         route = _route_fstring(op.route, {p.name: n for p, n in named if p.location == "path"})
         query = ", ".join(f"{p.name!r}: {n}" for p, n in named if p.location == "query")
         headers = ", ".join(f"{p.name!r}: {n}" for p, n in named if p.location == "header")
+        if op.result.is_json and op.result.media_type and "*" not in op.result.media_type:
+            # ask for the JSON the method parses: a server offering XML too may prefer it
+            accept = f"'Accept': {op.result.media_type!r}"
+            headers = f"{accept}, {headers}" if headers else accept
         returns, result = self._result(op)
         call = "await self.http.request" if asynchronous else "self.http.request"
         lines = []
