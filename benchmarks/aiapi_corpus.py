@@ -245,6 +245,12 @@ def main() -> int:
         "--report", type=Path, nargs="+", help="only summarise these results.jsonl files"
     )
     parser.add_argument(
+        "--retry",
+        type=Path,
+        nargs="+",
+        help="run again only the documents that failed (any language) in these results",
+    )
+    parser.add_argument(
         "--shard",
         default="1/1",
         help="K/N: run only every Nth document of the sample from the Kth (N processes)",
@@ -268,6 +274,16 @@ def main() -> int:
     modules = install_corpus(args.cache)
     pool = corpus_pool(modules)
     sample = random.Random(args.seed).sample(pool, min(args.sample, len(pool)))
+    if args.retry:
+        failed = {
+            record["id"]
+            for results in args.retry
+            for line in results.read_text().splitlines()
+            if line
+            for record in [json.loads(line)]
+            if record.get("valid") and any("failure" in o for o in record["languages"].values())
+        }
+        sample = [p for p in sample if document_id(p, modules) in failed]
     shard, shards = (int(part) for part in args.shard.split("/"))
     sample = sample[shard - 1 :: shards]
     args.results.parent.mkdir(parents=True, exist_ok=True)
