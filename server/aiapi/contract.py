@@ -12,6 +12,7 @@ not called yet.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -212,7 +213,8 @@ def run_contract_tests(
         except subprocess.TimeoutExpired:
             return ContractTestResult(False, time.perf_counter() - started, output="timed out")
         finally:
-            os.killpg(mock.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
+                os.killpg(mock.pid, signal.SIGTERM)
             mock.wait(timeout=30)
             log.close()
     if done.returncode != 0:
