@@ -15,6 +15,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 
 from cache.paths import uri_to_path
+from cache.secrets import warm_up as compile_secret_rules
 from server import __version__
 from server.completion.request import Suggestion
 from server.config import SECTION, SettingsError, load_settings
@@ -43,6 +44,9 @@ async def initialize(ls: HeadstartServer, params: types.InitializeParams) -> Non
     ls.client_name = client
     read_by = f", stdin read by {ls.stdin_read_by}" if ls.stdin_read_by else ""
     log.info("headstart %s started for %s%s", __version__, client, read_by)
+    # The secret rules compile here, before the editor can type: RE2 holds the GIL while
+    # it compiles (0.2-0.9 s), so compiled by the index's thread they stalled the keys.
+    compile_secret_rules()
 
 
 def initial_options(options: object) -> dict[str, Any]:
