@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import pytest_lsp
@@ -34,6 +35,7 @@ ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
 from fake_openai import FakeBackend  # noqa: E402
+from lsp_helpers import cursor_at, open_document, suggestion  # noqa: E402
 
 TEST_CACHE = Path(tempfile.mkdtemp(prefix="headstart-test-cache-"))
 """The servers under test keep their project caches here, not in the user's cache."""
@@ -133,6 +135,24 @@ async def start_session(
             initialization_options=options,
         )
     )
+
+
+async def first_completion(
+    client: LanguageClient,
+    backend: FakeBackend,
+    workspace: Path,
+    settings: object,
+    typed: str,
+) -> tuple[str, dict[str, Any]]:
+    """Start a VS Code session with `settings`, open total.py as `typed` (█ marks the
+    cursor) and ask once: the suggestion the editor is shown, and the one request the
+    backend got for it."""
+    await start_session(client, "vscode", workspace, settings)
+    text, position = cursor_at(typed)
+    uri = open_document(client, workspace / "total.py", text)
+    shown = await suggestion(client, uri, position)
+    (event,) = backend.events()
+    return shown, event
 
 
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env())

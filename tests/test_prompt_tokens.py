@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import fast_settings, start_session
+from conftest import fast_settings, first_completion, start_session
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
 from pytest_lsp import LanguageClient
@@ -124,13 +124,8 @@ async def test_a_vllm_backend_gets_the_prompt_as_the_tokenizers_ids(
     fake.script([], tokenizer=tokenizer_file)  # the served model's, as vLLM's /tokenize says
     settings = fast_settings(fake.url, tokenizer=str(tokenizer_file))
     settings["backend"]["promptTokenIds"] = token_ids  # type: ignore[index]
-    await start_session(fresh, "vscode", workspace, settings)
-    text, position = cursor_at("def total(items):\n    return █\n")
-    uri = open_document(fresh, workspace / "total.py", text)
-
-    await suggestion(fresh, uri, position)
-
-    (event,) = fake.events()
+    typed = "def total(items):\n    return █\n"
+    _, event = await first_completion(fresh, fake, workspace, settings, typed)
     prompt = event["body"]["prompt"]
     if not token_ids:
         assert isinstance(prompt, str) and prompt.endswith("return <|fim_suffix|>\n<|fim_middle|>")
@@ -201,13 +196,10 @@ async def test_sglang_gets_vllms_fields_and_tensorrt_llm_none(
     with FakeBackend(extra_args=["--flavor", flavor]) as engine:
         engine.script([], default_text="sum(items)\n", tokenizer=tokenizer_file)
         settings = fast_settings(engine.url, tokenizer=str(tokenizer_file))
-        await start_session(fresh, "vscode", workspace, settings)
-        text, position = cursor_at("def total(items):\n    return █\n")
-        uri = open_document(fresh, workspace / "total.py", text)
+        typed = "def total(items):\n    return █\n"
+        shown, event = await first_completion(fresh, engine, workspace, settings, typed)
 
-        assert await suggestion(fresh, uri, position) == "sum(items)"
-
-        (event,) = engine.events()
+        assert shown == "sum(items)"
     body = event["body"]
     if flavor == "sglang":
         assert isinstance(body["prompt"], list) and body["priority"] == 0

@@ -7,14 +7,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import fast_settings, start_session
+from conftest import fast_settings, first_completion
 from fake_openai import FakeBackend, forced_start
-from lsp_helpers import cursor_at, logs, open_document, suggestion
+from lsp_helpers import logs
 from pytest_lsp import LanguageClient
 from tokenizer_helpers import save_tiny_tokenizer
 from tokenizers import Tokenizer
 
 TYPED = "def total(items):\n    return su█\n"
+
+
+def healing_settings(url: str, served: Path) -> dict[str, object]:
+    """StarCoder2's template, the served model's tokenizer, the lineStart layout, healing on."""
+    return fast_settings(
+        url,
+        template="starcoder2",
+        tokenizer=str(served),
+        promptLayout="lineStart",
+        tokenHealing=True,
+    )
 
 
 @pytest.mark.parametrize(
@@ -31,13 +42,9 @@ async def test_the_layout_moves_the_typed_part_and_the_suggestion_stays(
     the same suggestion: the text after the cursor."""
     fake.script([], default_text="m(items)\n")
     settings = fast_settings(fake.url, template="qwen", promptLayout=layout)
-    await start_session(fresh, "vscode", workspace, settings)
-    text, position = cursor_at(TYPED)
-    uri = open_document(fresh, workspace / "total.py", text)
+    shown, event = await first_completion(fresh, fake, workspace, settings, TYPED)
 
-    assert await suggestion(fresh, uri, position) == "m(items)"
-
-    (event,) = fake.events()
+    assert shown == "m(items)"
     prompt = event["body"]["prompt"]
     assert isinstance(prompt, str) and prompt.endswith(prompt_end)
     assert "structured_outputs" not in event["body"]
@@ -52,20 +59,11 @@ async def test_a_healed_prompt_makes_the_answer_start_with_the_backed_off_charac
     and the editor is shown what follows them, as without healing."""
     served = save_tiny_tokenizer(tmp_path / "served-model")
     fake.script([], default_text="(items)\n", tokenizer=served)
-    settings = fast_settings(
-        fake.url,
-        template="starcoder2",
-        tokenizer=str(served),
-        promptLayout="lineStart",
-        tokenHealing=True,
-    )
-    await start_session(fresh, "vscode", workspace, settings)
-    text, position = cursor_at("def total(items):\n    return sum█\n")
-    uri = open_document(fresh, workspace / "total.py", text)
+    settings = healing_settings(fake.url, served)
+    typed = "def total(items):\n    return sum█\n"
+    shown, event = await first_completion(fresh, fake, workspace, settings, typed)
 
-    assert await suggestion(fresh, uri, position) == "(items)"
-
-    (event,) = fake.events()
+    assert shown == "(items)"
     removed = forced_start(event["body"])
     assert removed and "    return sum".endswith(removed)
     prompt = event["body"]["prompt"]
@@ -82,20 +80,11 @@ async def test_healing_leaves_a_prompt_without_typed_part_alone(
     """Only indentation typed: nothing after the middle marker, so nothing to heal."""
     served = save_tiny_tokenizer(tmp_path / "served-model")
     fake.script([], default_text="return sum(items)\n", tokenizer=served)
-    settings = fast_settings(
-        fake.url,
-        template="starcoder2",
-        tokenizer=str(served),
-        promptLayout="lineStart",
-        tokenHealing=True,
-    )
-    await start_session(fresh, "vscode", workspace, settings)
-    text, position = cursor_at("def total(items):\n    █\n")
-    uri = open_document(fresh, workspace / "total.py", text)
+    settings = healing_settings(fake.url, served)
+    typed = "def total(items):\n    █\n"
+    shown, event = await first_completion(fresh, fake, workspace, settings, typed)
 
-    assert await suggestion(fresh, uri, position) == "return sum(items)"
-
-    (event,) = fake.events()
+    assert shown == "return sum(items)"
     assert "structured_outputs" not in event["body"]
     served_tokenizer = Tokenizer.from_file(str(served))
     sent = served_tokenizer.decode(event["body"]["prompt"], skip_special_tokens=False)
@@ -112,20 +101,11 @@ async def test_sglang_is_healed_by_its_regex_field_and_tensorrt_llm_not_at_all(
     served = save_tiny_tokenizer(tmp_path / "served-model")
     with FakeBackend(extra_args=["--flavor", flavor]) as engine:
         engine.script([], default_text="(items)\n", tokenizer=served)
-        settings = fast_settings(
-            engine.url,
-            template="starcoder2",
-            tokenizer=str(served),
-            promptLayout="lineStart",
-            tokenHealing=True,
-        )
-        await start_session(fresh, "vscode", workspace, settings)
-        text, position = cursor_at("def total(items):\n    return sum█\n")
-        uri = open_document(fresh, workspace / "total.py", text)
+        settings = healing_settings(engine.url, served)
+        typed = "def total(items):\n    return sum█\n"
+        shown, event = await first_completion(fresh, engine, workspace, settings, typed)
 
-        assert await suggestion(fresh, uri, position) == "(items)"
-
-        (event,) = engine.events()
+        assert shown == "(items)"
     body = event["body"]
     assert "structured_outputs" not in body
     if flavor == "sglang":
