@@ -134,6 +134,16 @@ class RawPipe:
         assert proc.stdin is not None and proc.stdout is not None
         return cls(proc.stdout, proc.stdin)
 
+    @classmethod
+    async def over_tcp(cls, port: int, host: str = "127.0.0.1") -> RawPipe:
+        """A connection to `headstart serve --tcp host:port`, once it listens (10 s at most)."""
+        for _ in range(100):
+            try:
+                return cls(*await asyncio.open_connection(host, port))
+            except OSError:
+                await asyncio.sleep(0.1)
+        raise AssertionError("headstart serve --tcp never listened")
+
     def send(self, body: bytes | dict[str, Any]) -> None:
         self.stdin.write(lsp_frame(body))
 

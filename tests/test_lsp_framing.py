@@ -131,18 +131,10 @@ async def replies_until(pipe: RawPipe, last: int) -> dict[int, dict[str, Any]]:
 async def test_a_tcp_client_is_answered_after_a_bad_frame() -> None:
     port = free_port()
     async with spawned_server("--tcp", f"127.0.0.1:{port}"):
-        for _ in range(100):
-            try:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
-        else:
-            raise AssertionError("headstart serve --tcp never listened")
-        pipe = RawPipe(reader, writer)
+        pipe = await RawPipe.over_tcp(port)
         pipe.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE})
         await pipe.reply(0)
-        writer.write(FAULTS["length not a number"](body(1)) + lsp_frame(body(2)))
+        pipe.stdin.write(FAULTS["length not a number"](body(1)) + lsp_frame(body(2)))
         replies = await replies_until(pipe, 2)
         assert replies[1]["error"]["code"] == PARSE_ERROR
         assert replies[2]["error"]["code"] == METHOD_NOT_FOUND

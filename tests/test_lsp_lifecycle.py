@@ -45,15 +45,7 @@ async def test_tcp_mode_serves_a_completion(tmp_path: Path) -> None:
     port = free_port()
     with FakeBackend(default_text="total + 1\n") as fake:
         async with spawned_server("--tcp", f"127.0.0.1:{port}") as proc:
-            for _ in range(100):
-                try:
-                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                    break
-                except OSError:
-                    await asyncio.sleep(0.1)
-            else:
-                raise AssertionError("headstart serve --tcp never listened")
-            pipe = RawPipe(reader, writer)
+            pipe = await RawPipe.over_tcp(port)
             options = {**INITIALIZE, "initializationOptions": fast_settings(fake.url)}
             await request(pipe, 1, "initialize", options)
             pipe.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
