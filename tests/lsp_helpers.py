@@ -68,6 +68,12 @@ async def suggestion(client: LanguageClient, uri: str, position: types.Position)
     return text if isinstance(text, str) else text.value
 
 
+async def suggest_at(client: LanguageClient, path: Path, typed: str) -> str:
+    """Open `path` as `typed` (█ marks the cursor) and ask for the suggestion there."""
+    text, position = cursor_at(typed)
+    return await suggestion(client, open_document(client, path, text), position)
+
+
 def logs(client: LanguageClient) -> str:
     """Everything the server wrote to the editor's log so far."""
     return "\n".join(message.message for message in client.log_messages)

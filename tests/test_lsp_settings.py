@@ -27,7 +27,7 @@ from conftest import (
     start_session,
 )
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log, wait_for_shown
+from lsp_helpers import logs, suggest_at, wait_for_log, wait_for_shown
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -99,9 +99,7 @@ async def test_workspace_configuration_cannot_choose_the_key_a_command_or_a_path
             )
         await wait_until(lambda: logs(guarded).count("settings applied") == 2)
 
-        text, position = cursor_at("x = █\n")
-        uri = open_document(guarded, workspace / "trust.py", text)
-        assert await suggestion(guarded, uri, position) == "mine()"
+        assert await suggest_at(guarded, workspace / "trust.py", "x = █\n") == "mine()"
         assert attacker.events() == []
     request = fake.events()[-1]
     assert request["headers"]["authorization"] == "Bearer s3cret"
@@ -121,13 +119,19 @@ async def wait_until(done: Callable[[], bool], timeout: float = 5.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_a_log_file_that_cannot_be_written_leaves_the_other_settings_applied(
-    fresh: LanguageClient, workspace: Path, tmp_path: Path
-) -> None:
-    """...and says so; the next settings update tries the file again."""
+@pytest.fixture
+def unwritable_log_file(tmp_path: Path) -> Path:
+    """A log file path whose folder is a plain file, so it cannot be written."""
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
-    log_file = blocker / "server.log"
+    return blocker / "server.log"
+
+
+async def test_a_log_file_that_cannot_be_written_leaves_the_other_settings_applied(
+    fresh: LanguageClient, workspace: Path, unwritable_log_file: Path
+) -> None:
+    """...and says so; the next settings update tries the file again."""
+    log_file = unwritable_log_file
     with FakeBackend(default_text="switched()\n") as backend:
         options = fast_settings(backend.url)
         options["log"] = {"file": str(log_file)}
@@ -136,12 +140,10 @@ async def test_a_log_file_that_cannot_be_written_leaves_the_other_settings_appli
         assert f"cannot write {log_file}" in shown
         assert "The other settings are applied" in shown
 
-        text, position = cursor_at("x = █\n")
-        uri = open_document(fresh, workspace / "switch.py", text)
-        assert await suggestion(fresh, uri, position) == "switched()"
+        assert await suggest_at(fresh, workspace / "switch.py", "x = █\n") == "switched()"
         assert backend.events()
 
-        blocker.unlink()
+        log_file.parent.unlink()
         fresh.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(settings={"headstart": {"log": {"level": "debug"}}})
         )
@@ -149,11 +151,9 @@ async def test_a_log_file_that_cannot_be_written_leaves_the_other_settings_appli
 
 
 async def test_a_log_file_from_the_environment_that_cannot_be_written_still_lets_it_start(
-    fake: FakeBackend, workspace: Path, tmp_path: Path
+    fake: FakeBackend, workspace: Path, unwritable_log_file: Path
 ) -> None:
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("")
-    log_file = blocker / "server.log"
+    log_file = unwritable_log_file
     fake.script([], default_text="started()\n")
     env = server_env(HEADSTART_LOG_FILE=str(log_file))
     async with server_with_env(env) as client:
@@ -161,6 +161,4 @@ async def test_a_log_file_from_the_environment_that_cannot_be_written_still_lets
         shown = await wait_for_shown(client, "log.file")
         assert f"cannot write {log_file}" in shown
         assert "not logging to a file" in shown
-        text, position = cursor_at("x = █\n")
-        uri = open_document(client, workspace / "started.py", text)
-        assert await suggestion(client, uri, position) == "started()"
+        assert await suggest_at(client, workspace / "started.py", "x = █\n") == "started()"
