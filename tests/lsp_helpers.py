@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Union
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -72,6 +72,20 @@ async def suggest_at(client: LanguageClient, path: Path, typed: str) -> str:
     """Open `path` as `typed` (█ marks the cursor) and ask for the suggestion there."""
     text, position = cursor_at(typed)
     return await suggestion(client, open_document(client, path, text), position)
+
+
+def read_code_actions_as_editors_do(client: LanguageClient) -> None:
+    """lsprotocol (2025.0.0) reads any code action that has a `command` as a Command,
+    dropping its title and kind; editors tell them apart by the type of `command` (a
+    Command's is a string). Make the test client do the same."""
+    converter = client.protocol._converter
+
+    def structure(value: Any, _: type) -> types.Command | types.CodeAction:
+        if isinstance(value.get("command"), str):
+            return converter.structure(value, types.Command)
+        return converter.structure(value, types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007
 
 
 def logs(client: LanguageClient) -> str:

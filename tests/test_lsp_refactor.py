@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import pytest
 import pytest_lsp
 from conftest import CONFIG, fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import open_document, partial_change
+from lsp_helpers import open_document, partial_change, read_code_actions_as_editors_do
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
@@ -33,20 +33,6 @@ def options(url: str) -> dict[str, Any]:
     settings = fast_settings(url)
     settings["refactor"] = {"maxTokens": 32, "timeoutMs": 3000}
     return settings
-
-
-def read_code_actions_as_editors_do(client: LanguageClient) -> None:
-    """lsprotocol (2025.0.0) reads any code action that has a `command` as a Command,
-    dropping its title and kind; editors tell them apart by the type of `command` (a
-    Command's is a string). Make the test client do the same."""
-    converter = client.protocol._converter
-
-    def structure(value: Any, _: type) -> types.Command | types.CodeAction:
-        if isinstance(value.get("command"), str):
-            return converter.structure(value, types.Command)
-        return converter.structure(value, types.CodeAction)
-
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007
 
 
 @pytest_lsp.fixture(config=CONFIG, params=["vscode", "neovim"])

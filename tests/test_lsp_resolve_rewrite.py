@@ -4,24 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
 
-from lsp_helpers import open_document
+from lsp_helpers import open_document, read_code_actions_as_editors_do
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
-
-def read_code_actions_as_editors_do(client: LanguageClient) -> None:
-    """lsprotocol reads a code action that has a `command` as a Command; editors tell the
-    two apart by the type of `command`, as this does (see test_lsp_refactor.py)."""
-    converter = client.protocol._converter
-
-    def structure(value: Any, _: type) -> types.Command | types.CodeAction:
-        if isinstance(value.get("command"), str):
-            return converter.structure(value, types.Command)
-        return converter.structure(value, types.CodeAction)
-
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007
 
 
 async def test_resolving_the_rewrite_action_returns_it_with_its_command(

@@ -10,11 +10,16 @@ import contextlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Union
 
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, open_document, suggestion, wait_for_log
+from lsp_helpers import (
+    cursor_at,
+    open_document,
+    read_code_actions_as_editors_do,
+    suggestion,
+    wait_for_log,
+)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
@@ -33,19 +38,6 @@ REFACTORED = {
     "shop/payments.py": "payments_marker_refund_window",
     "shop/keys.py": "keys_marker_rotation_days",
 }
-
-
-def read_code_actions_as_editors_do(client: LanguageClient) -> None:
-    """A code action with a `command` is read as a CodeAction, as editors do (see
-    test_lsp_refactor)."""
-    converter = client.protocol._converter
-
-    def structure(value: Any, _: type) -> types.Command | types.CodeAction:
-        if isinstance(value.get("command"), str):
-            return converter.structure(value, types.Command)
-        return converter.structure(value, types.CodeAction)
-
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007
 
 
 def cursors(text: str) -> list[str]:
