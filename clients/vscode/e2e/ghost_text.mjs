@@ -8,11 +8,8 @@
 // Usage: node ghost_text.mjs CONFIG.json (tests/test_vscode_e2e.py writes it; see Config
 // below). The fake model answers each prompt as the test scripted it; the checks on the
 // results are the test's.
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
-
-const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text";
+import { readFileSync } from "node:fs";
+import { GHOST, quickOpen, readConfig, startDriver } from "./workbench.mjs";
 
 /**
  * @typedef {{
@@ -28,38 +25,13 @@ const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text
  */
 
 /** @type {Config} */
-const config = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8"));
-mkdirSync(config.outDir, { recursive: true });
-const timeout = config.timeoutMs ?? 30000;
-/** @type {Record<string, unknown>} */
-const results = { steps: [] };
-const log = (/** @type {string} */ step) => {
-  const at = new Date().toISOString();
-  /** @type {string[]} */ (results.steps).push(`${at} ${step}`);
-  console.log(`${at} ${step}`);
-};
-const save = () => writeFileSync(join(config.outDir, "results.json"), JSON.stringify(results, null, 2));
-
-// The test starts Chromium (in a process group it stops afterwards, whatever happens here)
-const browser = await chromium.connectOverCDP(config.cdpUrl, { timeout });
-const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-const page = await context.newPage();
+const config = readConfig();
+const { timeout, results, log, save, browser, context, page, shot, ghostText } = await startDriver(config);
 /** @type {string[]} */
 const consoleErrors = [];
 page.on("console", (message) => {
   if (message.type() === "error") consoleErrors.push(message.text());
 });
-const shot = async (/** @type {string} */ name) => {
-  await page.screenshot({ path: join(config.outDir, `${name}.png`) });
-};
-
-/** The ghost text now shown in the editor (non-breaking spaces as spaces). */
-const ghostText = () =>
-  page.evaluate(
-    (selector) =>
-      Array.from(document.querySelectorAll(selector), (node) => node.textContent).join("").replace(/\u00a0/g, " "),
-    GHOST,
-  );
 
 /** The text of the editor line the cursor is on, as rendered (ghost text excluded). */
 const cursorLine = () =>
@@ -199,13 +171,7 @@ try {
   await page.locator(".statusbar-item", { hasText: "Headstart" }).first().waitFor({ timeout });
 
   log(`quick open ${config.file}`);
-  await page.keyboard.press("Control+P");
-  await page.locator(".quick-input-widget input").waitFor({ timeout });
-  await page.keyboard.type(config.file);
-  await page.locator(".quick-input-list .monaco-list-row").first().waitFor({ timeout });
-  await page.keyboard.press("Enter");
-  await page.locator(`.tab[data-resource-name="${config.file.split("/").at(-1) ?? ""}"]`).waitFor({ timeout });
-  await page.locator(".monaco-editor .view-lines").first().click();
+  await quickOpen(page, config.file, timeout);
   // The server is up (and has probed the backend) once the item shows the sparkle icon.
   await page
     .locator(".statusbar-item", { hasText: "Headstart" })

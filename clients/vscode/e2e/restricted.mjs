@@ -6,11 +6,7 @@
 // Writes results.json and screenshots into `outDir`.
 //
 // Usage: node restricted.mjs CONFIG.json (tests/test_vscode_e2e.py writes it).
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
-
-const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text";
+import { quickOpen, readConfig, startDriver } from "./workbench.mjs";
 
 /**
  * @typedef {{
@@ -20,29 +16,8 @@ const GHOST = ".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text
  */
 
 /** @type {Config} */
-const config = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8"));
-mkdirSync(config.outDir, { recursive: true });
-const timeout = config.timeoutMs ?? 30000;
-/** @type {Record<string, unknown>} */
-const results = { steps: [] };
-const log = (/** @type {string} */ step) => {
-  const at = new Date().toISOString();
-  /** @type {string[]} */ (results.steps).push(`${at} ${step}`);
-  console.log(`${at} ${step}`);
-};
-
-const browser = await chromium.connectOverCDP(config.cdpUrl, { timeout });
-const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-const page = await context.newPage();
-const shot = async (/** @type {string} */ name) => {
-  await page.screenshot({ path: join(config.outDir, `${name}.png`) });
-};
-const ghostText = () =>
-  page.evaluate(
-    (selector) =>
-      Array.from(document.querySelectorAll(selector), (node) => node.textContent).join("").replace(/\u00a0/g, " "),
-    GHOST,
-  );
+const config = readConfig();
+const { timeout, results, log, save, browser, context, page, shot, ghostText } = await startDriver(config);
 
 let failed = false;
 try {
@@ -57,13 +32,7 @@ try {
   await item.waitFor({ timeout });
 
   log(`quick open ${config.file}`);
-  await page.keyboard.press("Control+P");
-  await page.locator(".quick-input-widget input").waitFor({ timeout });
-  await page.keyboard.type(config.file);
-  await page.locator(".quick-input-list .monaco-list-row").first().waitFor({ timeout });
-  await page.keyboard.press("Enter");
-  await page.locator(`.tab[data-resource-name="${config.file.split("/").at(-1) ?? ""}"]`).waitFor({ timeout });
-  await page.locator(".monaco-editor .view-lines").first().click();
+  await quickOpen(page, config.file, timeout);
   // the server is up and has probed the backend once the item shows the sparkle icon
   await item.locator(".codicon-sparkle").waitFor({ timeout });
   await shot("restricted-1-opened");
@@ -84,7 +53,7 @@ try {
   log(`failed: ${String(results.error)}`);
   await shot("restricted-failure").catch(() => undefined);
 } finally {
-  writeFileSync(join(config.outDir, "results.json"), JSON.stringify(results, null, 2));
+  save();
   await context.close().catch(() => undefined);
   await browser.close();
 }
