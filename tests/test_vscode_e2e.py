@@ -166,16 +166,8 @@ def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
     raise AssertionError(f"{url} did not answer within {timeout}s:\n{log.read_text()}")
 
 
-@pytest.fixture
-def output() -> Path:
-    shutil.rmtree(OUTPUT, ignore_errors=True)
-    OUTPUT.mkdir(parents=True)
-    return OUTPUT
-
-
-def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
-    fake: FakeBackend, tmp_path: Path, output: Path
-) -> None:
+def require_e2e_tools() -> None:
+    """Skip without what the e2e needs; fail instead under HEADSTART_REQUIRE_E2E=1."""
     missing = missing_tools()
     if missing:
         message = f"the VS Code e2e needs {', '.join(missing)} (make test installs them)"
@@ -183,29 +175,33 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
             pytest.fail(message)
         pytest.skip(message)
 
-    fake.script(rules(), default_text="")
-    project = Path(shutil.copytree(SAMPLE, tmp_path / "project"))
+
+def run_driver_in_code_server(
+    driver: Path,
+    config: dict[str, Any],
+    *,
+    tmp_path: Path,
+    output: Path,
+    project: Path,
+    user: dict[str, Any],
+    machine: dict[str, Any],
+    env: dict[str, str],
+    timeout: float,
+    trust_the_workspace: bool = True,
+) -> subprocess.Popen[bytes]:
+    """Install the .vsix into fresh user data with these User and Machine settings, serve
+    `project` with code-server (`env` for it and the driver), start headless Chromium and
+    run the playwright `driver` on config.json: `config` with the window's address, the
+    DevTools address, `output` and main.py. The driver's process, ended (or `timeout` s
+    past); `trust_the_workspace=False` leaves code-server to ask about it (Restricted
+    Mode)."""
     user_data = tmp_path / "user-data"
     extensions = tmp_path / "extensions"
-    user = USER_SETTINGS
-    # how to start the server, the backend and the log file are machine settings: in
-    # code-server (as in any remote window) those come from the remote's settings,
-    # Machine/settings.json, not the user's
-    machine = {
-        "headstart.server.pythonPath": sys.executable,
-        "headstart.server.env": {"PYTHONPATH": str(ROOT), "HEADSTART_CACHE_DIR": str(TEST_CACHE)},
-        "headstart.backend.url": fake.url,
-        "headstart.log.file": str(output / "server.log"),
-    }
     for folder, settings in (("User", user), ("Machine", machine)):
         (user_data / folder).mkdir(parents=True)
         (user_data / folder / "settings.json").write_text(json.dumps(settings, indent=2))
-    env = server_env()
-    env.pop("PYTHONPATH")  # the extension's setting must be what brings the server's code
     code_server = ["node", str(CODE_SERVER_ENTRY)]
     dirs = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
-
-    started, load = time.monotonic(), os.getloadavg()[0]
     subprocess.run(
         [*code_server, *dirs, "--install-extension", str(VSIX)],
         check=True,
@@ -213,8 +209,6 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
         capture_output=True,
         timeout=120,
     )
-    assert (extensions / "headstart.headstart-0.1.0" / "out" / "extension.js").is_file()
-
     port, cdp_port = free_port(), free_port()
     chromium = [
         str(CHROMIUM),
@@ -232,7 +226,7 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
         "none",
         "--disable-telemetry",
         "--disable-update-check",
-        "--disable-workspace-trust",
+        *(["--disable-workspace-trust"] if trust_the_workspace else []),
         "--disable-getting-started-override",
         str(project),
     ]
@@ -241,6 +235,57 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
         "cdpUrl": f"http://127.0.0.1:{cdp_port}",
         "outDir": str(output),
         "file": "main.py",
+        **config,
+    }
+    (output / "config.json").write_text(json.dumps(config, indent=2))
+    with (
+        process_group(serve, output / "code-server.log", env=env) as server,
+        process_group(chromium, output / "chromium.log") as browser,
+    ):
+        wait_until_up(f"http://127.0.0.1:{port}/healthz", server, output / "code-server.log", 60)
+        wait_until_up(
+            f"http://127.0.0.1:{cdp_port}/json/version", browser, output / "chromium.log", 60
+        )
+        with (
+            process_group(
+                ["node", str(driver), str(output / "config.json")],
+                output / "driver.log",
+                cwd=CLIENT,
+                env=env,
+            ) as process,
+            contextlib.suppress(subprocess.TimeoutExpired),
+        ):
+            process.wait(timeout=timeout)
+    return process
+
+
+@pytest.fixture
+def output() -> Path:
+    shutil.rmtree(OUTPUT, ignore_errors=True)
+    OUTPUT.mkdir(parents=True)
+    return OUTPUT
+
+
+def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
+    fake: FakeBackend, tmp_path: Path, output: Path
+) -> None:
+    require_e2e_tools()
+
+    fake.script(rules(), default_text="")
+    project = Path(shutil.copytree(SAMPLE, tmp_path / "project"))
+    user = USER_SETTINGS
+    # how to start the server, the backend and the log file are machine settings: in
+    # code-server (as in any remote window) those come from the remote's settings,
+    # Machine/settings.json, not the user's
+    machine = {
+        "headstart.server.pythonPath": sys.executable,
+        "headstart.server.env": {"PYTHONPATH": str(ROOT), "HEADSTART_CACHE_DIR": str(TEST_CACHE)},
+        "headstart.backend.url": fake.url,
+        "headstart.log.file": str(output / "server.log"),
+    }
+    env = server_env()
+    env.pop("PYTHONPATH")  # the extension's setting must be what brings the server's code
+    config = {
         "path": str(project / "main.py"),
         "accept": {"type": ACCEPT_TYPED, "expected": ACCEPT_SUGGESTED},
         "latency": {"count": KEYSTROKES, "prefix": LATENCY_PREFIX, "text": LATENCY_TEXT},
@@ -269,26 +314,23 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
             "where": HOVER_WHERE,
         },
     }
-    (output / "config.json").write_text(json.dumps(config, indent=2))
-    with (
-        process_group(serve, output / "code-server.log", env=env) as server,
-        process_group(chromium, output / "chromium.log") as browser,
-    ):
-        wait_until_up(f"http://127.0.0.1:{port}/healthz", server, output / "code-server.log", 60)
-        wait_until_up(
-            f"http://127.0.0.1:{cdp_port}/json/version", browser, output / "chromium.log", 60
-        )
-        with (
-            process_group(
-                ["node", str(DRIVER), str(output / "config.json")],
-                output / "driver.log",
-                cwd=CLIENT,
-                env=env,
-            ) as driver,
-            contextlib.suppress(subprocess.TimeoutExpired),
-        ):
-            driver.wait(timeout=240)
+
+    started, load = time.monotonic(), os.getloadavg()[0]
+    driver = run_driver_in_code_server(
+        DRIVER,
+        config,
+        tmp_path=tmp_path,
+        output=output,
+        project=project,
+        user=user,
+        machine=machine,
+        env=env,
+        timeout=240,
+    )
     elapsed = time.monotonic() - started
+    assert (
+        tmp_path / "extensions" / "headstart.headstart-0.1.0" / "out" / "extension.js"
+    ).is_file()
 
     results = json.loads((output / "results.json").read_text())
     assert "error" not in results, results["error"] + "\n" + (output / "driver.log").read_text()
@@ -396,12 +438,7 @@ def test_a_restricted_window_lets_the_repository_choose_no_key_command_or_path(
 ) -> None:
     """A repository's .vscode/settings.json tries every setting it must not choose, in a
     window that does not trust it; none takes effect, a harmless one does."""
-    missing = missing_tools()
-    if missing:
-        message = f"the VS Code e2e needs {', '.join(missing)} (make test installs them)"
-        if os.environ.get("HEADSTART_REQUIRE_E2E") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_e2e_tools()
 
     fake.script([{"match": RESTRICTED_TYPED, "text": RESTRICTED_SUGGESTED + "\n"}], default_text="")
     traps = tmp_path / "traps"
@@ -426,8 +463,6 @@ def test_a_restricted_window_lets_the_repository_choose_no_key_command_or_path(
             "headstart.completion.multilineMaxTokens": RESTRICTED_MAX_TOKENS,
         }
         (project / ".vscode" / "settings.json").write_text(json.dumps(repository, indent=2))
-        user_data = tmp_path / "user-data"
-        extensions = tmp_path / "extensions"
         user = USER_SETTINGS | {
             "security.workspace.trust.enabled": True,
             "security.workspace.trust.startupPrompt": "never",
@@ -446,70 +481,21 @@ def test_a_restricted_window_lets_the_repository_choose_no_key_command_or_path(
             "headstart.cacheDir": str(TEST_CACHE),
             "headstart.log.file": str(server_log),
         }
-        for folder, settings in (("User", user), ("Machine", machine)):
-            (user_data / folder).mkdir(parents=True)
-            (user_data / folder / "settings.json").write_text(json.dumps(settings, indent=2))
         env = server_env()
         env.pop("PYTHONPATH")
         env.pop("HEADSTART_CACHE_DIR")  # the Machine settings name it, as a user would
-        code_server = ["node", str(CODE_SERVER_ENTRY)]
-        dirs = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
-        subprocess.run(
-            [*code_server, *dirs, "--install-extension", str(VSIX)],
-            check=True,
+        run_driver_in_code_server(
+            RESTRICTED_DRIVER,
+            {"type": RESTRICTED_TYPED, "expected": RESTRICTED_SUGGESTED},
+            tmp_path=tmp_path,
+            output=output,
+            project=project,
+            user=user,
+            machine=machine,
             env=env,
-            capture_output=True,
-            timeout=120,
+            timeout=180,
+            trust_the_workspace=False,
         )
-        port, cdp_port = free_port(), free_port()
-        chromium = [
-            str(CHROMIUM),
-            *CHROMIUM_FLAGS,
-            f"--remote-debugging-port={cdp_port}",
-            f"--user-data-dir={tmp_path / 'chromium'}",
-            "about:blank",
-        ]
-        serve = [
-            *code_server,
-            *dirs,
-            "--bind-addr",
-            f"127.0.0.1:{port}",
-            "--auth",
-            "none",
-            "--disable-telemetry",
-            "--disable-update-check",
-            "--disable-getting-started-override",
-            str(project),
-        ]
-        config = {
-            "url": f"http://127.0.0.1:{port}/?folder={project}",
-            "cdpUrl": f"http://127.0.0.1:{cdp_port}",
-            "outDir": str(output),
-            "file": "main.py",
-            "type": RESTRICTED_TYPED,
-            "expected": RESTRICTED_SUGGESTED,
-        }
-        (output / "config.json").write_text(json.dumps(config, indent=2))
-        with (
-            process_group(serve, output / "code-server.log", env=env) as server,
-            process_group(chromium, output / "chromium.log") as browser,
-        ):
-            wait_until_up(
-                f"http://127.0.0.1:{port}/healthz", server, output / "code-server.log", 60
-            )
-            wait_until_up(
-                f"http://127.0.0.1:{cdp_port}/json/version", browser, output / "chromium.log", 60
-            )
-            with (
-                process_group(
-                    ["node", str(RESTRICTED_DRIVER), str(output / "config.json")],
-                    output / "driver.log",
-                    cwd=CLIENT,
-                    env=env,
-                ) as driver,
-                contextlib.suppress(subprocess.TimeoutExpired),
-            ):
-                driver.wait(timeout=180)
         stolen = attacker.events()
 
     # what the repository chose did not happen: nothing ran, nothing was written, nothing
