@@ -5,6 +5,7 @@ follows the cursor), whatever the prompt looked like."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import fast_settings, first_completion
@@ -17,15 +18,28 @@ from tokenizers import Tokenizer
 TYPED = "def total(items):\n    return su█\n"
 
 
-def healing_settings(url: str, served: Path) -> dict[str, object]:
-    """StarCoder2's template, the served model's tokenizer, the lineStart layout, healing on."""
-    return fast_settings(
-        url,
+TYPED_SUM = "def total(items):\n    return sum█\n"
+
+
+async def healed_completion(
+    client: LanguageClient,
+    backend: FakeBackend,
+    workspace: Path,
+    served: Path,
+    answer: str,
+    typed: str,
+) -> tuple[str, dict[str, Any]]:
+    """`first_completion` with StarCoder2's template, the lineStart layout and healing on,
+    the backend serving a model with the tokenizer `served` and answering `answer`."""
+    backend.script([], default_text=answer, tokenizer=served)
+    settings = fast_settings(
+        backend.url,
         template="starcoder2",
         tokenizer=str(served),
         promptLayout="lineStart",
         tokenHealing=True,
     )
+    return await first_completion(client, backend, workspace, settings, typed)
 
 
 @pytest.mark.parametrize(
@@ -58,10 +72,7 @@ async def test_a_healed_prompt_makes_the_answer_start_with_the_backed_off_charac
     told to start its answer with that token's characters (the fake, like vLLM, does),
     and the editor is shown what follows them, as without healing."""
     served = save_tiny_tokenizer(tmp_path / "served-model")
-    fake.script([], default_text="(items)\n", tokenizer=served)
-    settings = healing_settings(fake.url, served)
-    typed = "def total(items):\n    return sum█\n"
-    shown, event = await first_completion(fresh, fake, workspace, settings, typed)
+    shown, event = await healed_completion(fresh, fake, workspace, served, "(items)\n", TYPED_SUM)
 
     assert shown == "(items)"
     removed = forced_start(event["body"])
@@ -79,10 +90,8 @@ async def test_healing_leaves_a_prompt_without_typed_part_alone(
 ) -> None:
     """Only indentation typed: nothing after the middle marker, so nothing to heal."""
     served = save_tiny_tokenizer(tmp_path / "served-model")
-    fake.script([], default_text="return sum(items)\n", tokenizer=served)
-    settings = healing_settings(fake.url, served)
-    typed = "def total(items):\n    █\n"
-    shown, event = await first_completion(fresh, fake, workspace, settings, typed)
+    answer, typed = "return sum(items)\n", "def total(items):\n    █\n"
+    shown, event = await healed_completion(fresh, fake, workspace, served, answer, typed)
 
     assert shown == "return sum(items)"
     assert "structured_outputs" not in event["body"]
@@ -100,10 +109,8 @@ async def test_sglang_is_healed_by_its_regex_field_and_tensorrt_llm_not_at_all(
     and the suggestion still comes."""
     served = save_tiny_tokenizer(tmp_path / "served-model")
     with FakeBackend(extra_args=["--flavor", flavor]) as engine:
-        engine.script([], default_text="(items)\n", tokenizer=served)
-        settings = healing_settings(engine.url, served)
-        typed = "def total(items):\n    return sum█\n"
-        shown, event = await first_completion(fresh, engine, workspace, settings, typed)
+        answer = "(items)\n"
+        shown, event = await healed_completion(fresh, engine, workspace, served, answer, TYPED_SUM)
 
         assert shown == "(items)"
     body = event["body"]
