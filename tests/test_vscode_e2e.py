@@ -179,17 +179,16 @@ def require_e2e_tools() -> None:
 def run_driver_in_code_server(
     driver: Path,
     config: dict[str, Any],
-    *,
     tmp_path: Path,
     output: Path,
     project: Path,
-    user: dict[str, Any],
-    machine: dict[str, Any],
+    settings: tuple[dict[str, Any], dict[str, Any]],
     env: dict[str, str],
+    *,
     timeout: float,
     trust_the_workspace: bool = True,
 ) -> subprocess.Popen[bytes]:
-    """Install the .vsix into fresh user data with these User and Machine settings, serve
+    """Install the .vsix into fresh user data with these (User, Machine) settings, serve
     `project` with code-server (`env` for it and the driver), start headless Chromium and
     run the playwright `driver` on config.json: `config` with the window's address, the
     DevTools address, `output` and main.py. The driver's process, ended (or `timeout` s
@@ -197,9 +196,9 @@ def run_driver_in_code_server(
     Mode)."""
     user_data = tmp_path / "user-data"
     extensions = tmp_path / "extensions"
-    for folder, settings in (("User", user), ("Machine", machine)):
+    for folder, values in zip(("User", "Machine"), settings, strict=True):
         (user_data / folder).mkdir(parents=True)
-        (user_data / folder / "settings.json").write_text(json.dumps(settings, indent=2))
+        (user_data / folder / "settings.json").write_text(json.dumps(values, indent=2))
     code_server = ["node", str(CODE_SERVER_ENTRY)]
     dirs = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
     subprocess.run(
@@ -316,16 +315,9 @@ def test_ghost_text_in_code_server_is_the_models_and_tab_accepts_it(
     }
 
     started, load = time.monotonic(), os.getloadavg()[0]
+    settings = (user, machine)
     driver = run_driver_in_code_server(
-        DRIVER,
-        config,
-        tmp_path=tmp_path,
-        output=output,
-        project=project,
-        user=user,
-        machine=machine,
-        env=env,
-        timeout=240,
+        DRIVER, config, tmp_path, output, project, settings, env, timeout=240
     )
     elapsed = time.monotonic() - started
     assert (
@@ -484,18 +476,12 @@ def test_a_restricted_window_lets_the_repository_choose_no_key_command_or_path(
         env = server_env()
         env.pop("PYTHONPATH")
         env.pop("HEADSTART_CACHE_DIR")  # the Machine settings name it, as a user would
+        config = {"type": RESTRICTED_TYPED, "expected": RESTRICTED_SUGGESTED}
+        settings = (user, machine)
         run_driver_in_code_server(
-            RESTRICTED_DRIVER,
-            {"type": RESTRICTED_TYPED, "expected": RESTRICTED_SUGGESTED},
-            tmp_path=tmp_path,
-            output=output,
-            project=project,
-            user=user,
-            machine=machine,
-            env=env,
-            timeout=180,
-            trust_the_workspace=False,
-        )
+            RESTRICTED_DRIVER, config, tmp_path, output, project, settings, env,
+            timeout=180, trust_the_workspace=False,
+        )  # fmt: skip
         stolen = attacker.events()
 
     # what the repository chose did not happen: nothing ran, nothing was written, nothing
