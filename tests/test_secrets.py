@@ -14,7 +14,7 @@ from server.workspace.privacy import private_reason
 ROOT = Path(__file__).resolve().parents[1]
 
 KEYS = {
-    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "aws": "AKIAJ7Q2WZ4PLM5RX3TV",  # AWS's documented AKIAIOSFODNN7EXAMPLE is gitleaks-allowed
     "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2,
     "openai": "sk-proj-" + "Zq8Xw7Cv6Bn5Mm4Ll3Kk2Jj1",
     "slack": "xoxb-123456789012-abcdefABCDEF",
@@ -26,38 +26,42 @@ KEYS = {
 def test_known_key_formats_are_masked_wherever_they_stand(kind: str) -> None:
     text = f"CLIENT = connect(key='{KEYS[kind]}')\nprint(CLIENT)\n"
 
-    masked = mask_secrets(text)
+    masked = mask_secrets(text, "client.py")
 
     assert KEYS[kind] not in masked and MASK in masked
     assert masked.endswith("print(CLIENT)\n")
 
 
 def test_random_values_assigned_to_secret_names_are_masked_and_code_is_not() -> None:
+    key_body = ["MIIEowIBAAKCAQEA1b2c3d4e5f6g7h8i9j0", "k1l2m3n4o5p6q7r8s9t0u1v2w3x4y5z6"]
     text = (
         'API_KEY = "q8w7e6r5t4y3u2i1o0p9"\n'
         'db_password: "Zx9!kQ2#vL8@pR5m"\n'
         'headers = {"Authorization": "Bearer dGhpcyBpcyBhIHNlY3JldA"}\n'
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\n"
+        'password = "hunter2hunter2"\n'  # regular, but a password literal: masked all the same
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        + "\n".join(key_body)
+        + "\n-----END RSA PRIVATE KEY-----\n"
         'TOKENIZER_FILE = "tokenizer.json"\n'  # a "token" name that holds no token
         'token = f"headstart-{uuid.uuid4()}"\n'  # a template, not a literal key
-        'password = "hunter2hunter2"\n'  # too regular to be a generated key
     )
 
-    masked = mask_secrets(text).splitlines()
+    masked = mask_secrets(text, "settings.py")
 
-    assert masked[:4] == [
+    assert masked.splitlines()[:4] == [
         f'API_KEY = "{MASK}"',
         f'db_password: "{MASK}"',
         f'headers = {{"Authorization": "Bearer {MASK}"}}',
-        MASK,
+        f'password = "{MASK}"',
     ]
-    assert masked[4:] == text.splitlines()[6:]
+    assert not any(line in masked for line in key_body)
+    assert masked.splitlines()[-2:] == text.splitlines()[-2:]
 
 
 def test_headstarts_own_source_has_nothing_to_mask() -> None:
     for path in sorted([*ROOT.glob("server/**/*.py"), *ROOT.glob("cache/*.py")]):
         text = path.read_text(encoding="utf-8")
-        assert mask_secrets(text) == text, path
+        assert mask_secrets(text, str(path)) == text, path
 
 
 def test_documents_private_by_name_or_by_headstartignore(tmp_path: Path) -> None:

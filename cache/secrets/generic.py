@@ -118,6 +118,15 @@ USER_PASSWORD = re.compile(r"[\w.@-]+:[^\s:/]{6,}")
 HEADER_NAME = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*|X(?:-[A-Z][A-Za-z]+)+")
 
 
+def _prose(value: str) -> bool:
+    """Whether a quoted value with spaces reads as a sentence: low entropy, or five words
+    or more of letters (a passphrase of fewer words is still masked)."""
+    words = value.split()
+    return shannon_entropy(value) < 3.5 or (
+        len(words) >= 5 and all(word.strip(".,:;!?()'").isalpha() for word in words)
+    )
+
+
 def _literal_in_code(value: str) -> bool:
     """Whether an unquoted value in code is a literal (in a URL's query, a connection
     string, a comment), not an expression: long, letters and digits, varied."""
@@ -130,6 +139,9 @@ def _literal_in_code(value: str) -> bool:
     )
 
 
+CREDENTIAL_HINT = re.compile(r"pass|pwd|secret|token|auth|cred|dsn")
+"""Names a `user:password` value is a credential under; a bare `key` is too often a
+cache or dictionary key (`_SCHEMA_KEY = "meta:schema"`)."""
 NAME_HINT = re.compile(r"pass|pwd|secret|token|key|auth|cred|dsn|salt|pepper")
 """A line without one of these has no secret's name (a cheap look before ASSIGNMENT)."""
 LINE_HINT = re.compile(
@@ -156,15 +168,15 @@ def keyed_values(line: str, syntax: str) -> Iterator[Finding]:
         if match["sep"] == "," and not (match["bearer"] or _random_looking(value)):
             continue  # arguments or a list, not a pair: `f("password", widget)`, `["Auth", ...]`
         if not name_means_secret(match["name"]) and not (
-            USER_PASSWORD.fullmatch(value) and NAME_HINT.search(match["name"].lower())
+            USER_PASSWORD.fullmatch(value) and CREDENTIAL_HINT.search(match["name"].lower())
         ):
             continue
         if REFERENCE.match(value) or value.strip() != value or len(value) < 4:
             continue
         if group == "plain" and syntax not in PLAIN_IS_LITERAL and not _literal_in_code(value):
             continue  # an expression: `MAX_TOKENS = 10000`, `token = 1*tchar`, `pw = get()`
-        if group == "quoted" and " " in value and shannon_entropy(value) < 3.5:
-            continue  # a sentence: "Enter your password"
+        if group == "quoted" and " " in value and _prose(value):
+            continue  # a sentence: "Enter your password", "its name marks a file of credentials"
         if _wordy(value) and not (len(value) >= 8 and _names_password(match["name"])):
             continue  # words or a dotted path: `auth = "django.auth"`, "sync-auth", "bearer"
         if value.lower() in PLACEHOLDERS:
