@@ -164,6 +164,12 @@ def load_document(path: Path) -> ContractDocument:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ContractError(path, [ContractProblem(f"cannot read the document: {exc}")]) from exc
+    return load_text(path, text)
+
+
+def load_text(path: Path, text: str) -> ContractDocument:
+    """`load_document` of text already read: an editor's buffer, unsaved. `path` names it
+    (JSON or YAML by its suffix) and is the base of its relative `$ref`s."""
     data = _parse(path, text)
     document = ContractDocument(path=path, data=data, text=text)
     problems = _validate(document)
