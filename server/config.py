@@ -330,6 +330,27 @@ class RefactorSettings(_Section):
     max_lines: int = Field(400, ge=1, le=20_000, description="Longer targets are offered disabled.")
 
 
+class ContractSettings(_Section):
+    """OpenAPI documents open in the editor: diagnostics and generate actions
+    (server.features.contracts, docs/aiapi.md "In the editor")."""
+
+    diagnostics_delay_ms: int = Field(
+        500,
+        ge=0,
+        le=60_000,
+        description="How long typing must pause before an OpenAPI document is validated again.",
+    )
+    max_document_bytes: int = Field(
+        32_000_000,
+        ge=1_000,
+        le=1_000_000_000,
+        description="Larger documents get no OpenAPI diagnostics or actions (logged once).",
+    )
+    timeout_s: int = Field(
+        600, ge=10, le=3_600, description="Longest a generate action may take; then it stops."
+    )
+
+
 class LogSettings(_Section):
     """What the server logs, to the editor and optionally to a file."""
 
@@ -392,6 +413,7 @@ class Settings(_Section):
     backend: BackendSettings = Field(default_factory=BackendSettings)  # type: ignore[arg-type]
     completion: CompletionSettings = Field(default_factory=CompletionSettings)  # type: ignore[arg-type]
     refactor: RefactorSettings = Field(default_factory=RefactorSettings)  # type: ignore[arg-type]
+    contracts: ContractSettings = Field(default_factory=ContractSettings)  # type: ignore[arg-type]
     log: LogSettings = Field(default_factory=LogSettings)  # type: ignore[arg-type]
     cache_dir: str | None = Field(None, description="Project cache directory.")
 
