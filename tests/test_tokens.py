@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,7 +144,7 @@ def test_no_tokenizer_anywhere_means_the_estimate_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="server.completion.token_count")
-    counter = load_token_counter(None, "org/unknown-model", environ={"HF_HOME": str(tmp_path)})
+    counter = load_token_counter(None, "org/unknown-model", hub_cache=tmp_path)
     assert not counter.exact
     lines = [r.getMessage() for r in caplog.records if "token counting" in r.getMessage()]
     assert len(lines) == 1 and "estimating 3.5 characters per token" in lines[0]
@@ -153,52 +156,71 @@ def test_setting_as_a_folder_or_as_the_file(
     caplog.set_level(logging.INFO, logger="server.completion.token_count")
     path = save_tiny_tokenizer(tmp_path / "my-model")
     for setting in (str(tmp_path / "my-model"), str(path)):
-        counter = load_token_counter(setting, "Qwen/Qwen2.5-Coder-1.5B", environ={})
+        counter = load_token_counter(setting, "Qwen/Qwen2.5-Coder-1.5B", hub_cache=tmp_path)
         assert counter.exact and counter.source == str(path)
         assert counter.count("def f") == len(Tokenizer.from_file(str(path)).encode("def f").ids)
     assert f"tokenizer {path} (from completion.tokenizer)" in caplog.text
     renamed = tmp_path / "coder-tokenizer.json"
     renamed.write_bytes(path.read_bytes())
-    assert load_token_counter(str(renamed), None, environ={}).source == str(renamed)
+    assert load_token_counter(str(renamed), None, hub_cache=tmp_path).source == str(renamed)
 
 
 def test_model_name_that_is_a_local_folder(tmp_path: Path) -> None:
     path = save_tiny_tokenizer(tmp_path / "served")
-    assert find_tokenizer_file(None, str(tmp_path / "served"), environ={}) == (
+    assert find_tokenizer_file(None, str(tmp_path / "served"), hub_cache=tmp_path) == (
         path,
         "the model's folder",
     )
-    assert load_token_counter(None, str(tmp_path / "served") + "/", environ={}).exact
+    assert load_token_counter(None, str(tmp_path / "served") + "/", hub_cache=tmp_path).exact
 
 
 def test_a_bad_setting_warns_and_falls_back_to_the_model_folder(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = save_tiny_tokenizer(tmp_path / "served")
-    found = find_tokenizer_file(str(tmp_path / "missing"), str(tmp_path / "served"), environ={})
+    found = find_tokenizer_file(str(tmp_path / "missing"), str(tmp_path / "served"), tmp_path)
     assert found == (path, "the model's folder")
     assert "has no tokenizer.json" in caplog.text
 
 
 def test_hugging_face_cache_snapshot(tmp_path: Path) -> None:
-    model = tmp_path / "hub" / "models--Org--Coder-1B"
+    hub = tmp_path / "hub"
+    model = hub / "models--Org--Coder-1B"
     old = save_tiny_tokenizer(model / "snapshots" / "aaa")
     main = save_tiny_tokenizer(model / "snapshots" / "bbb")
+    os.utime(old, (1, 1))  # bbb is the newer snapshot
     (model / "refs").mkdir()
-    (model / "refs" / "main").write_text("aaa\n")
-    environ = {"HF_HOME": str(tmp_path)}
-    assert find_tokenizer_file(None, "Org/Coder-1B", environ) == (old, "the Hugging Face cache")
+    (model / "refs" / "main").write_text("aaa")  # as huggingface_hub writes it: no newline
+    assert find_tokenizer_file(None, "Org/Coder-1B", hub) == (old, "the Hugging Face cache")
     (model / "refs" / "main").unlink()  # no ref: the newest snapshot
-    assert find_tokenizer_file(None, "Org/Coder-1B", environ) == (main, "the Hugging Face cache")
+    assert find_tokenizer_file(None, "Org/Coder-1B", hub) == (main, "the Hugging Face cache")
     # A served name without the org finds the one cached model of that name.
-    assert find_tokenizer_file(None, "coder-1b", environ) == (main, "the Hugging Face cache")
-    assert find_tokenizer_file(None, "Org/Other", environ) is None
-    assert find_tokenizer_file(None, "Org/Coder-1B", {"HF_HUB_CACHE": str(tmp_path)}) is None
+    assert find_tokenizer_file(None, "coder-1b", hub) == (main, "the Hugging Face cache")
+    assert find_tokenizer_file(None, "Org/Other", hub) is None
+    assert find_tokenizer_file(None, "Org/Coder-1B", tmp_path) is None
+    save_tiny_tokenizer(hub / "models--Else--Coder-1B" / "snapshots" / "ccc")
+    assert find_tokenizer_file(None, "coder-1b", hub) is None  # two orgs have it: neither
+
+
+def test_the_default_hugging_face_cache_is_the_one_hf_hub_cache_names(tmp_path: Path) -> None:
+    """Without a hub_cache argument, huggingface_hub's own rule (HF_HUB_CACHE, HF_HOME, ...)
+    picks the cache: checked in a process started with HF_HUB_CACHE set."""
+    hub = tmp_path / "elsewhere"
+    tokenizer = save_tiny_tokenizer(hub / "models--Org--Coder-1B" / "snapshots" / "aaa")
+    code = (
+        "from server.completion.token_count import find_tokenizer_file;"
+        "print(find_tokenizer_file(None, 'Org/Coder-1B')[0])"
+    )
+    env = {**os.environ, "HF_HUB_CACHE": str(hub), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == str(tokenizer), done.stderr
 
 
 def test_a_corrupt_tokenizer_file_means_the_estimate(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{not json")
-    assert not load_token_counter(str(tmp_path), None, environ={}).exact
+    assert not load_token_counter(str(tmp_path), None, hub_cache=tmp_path).exact
 
 
 def test_count_cache_is_bounded_and_keeps_recent_entries() -> None:
@@ -216,5 +238,5 @@ def test_a_relative_model_name_is_not_read_as_a_folder(
     """A served name like "qwen2.5-coder" is no path of ours, whatever folder we run in."""
     save_tiny_tokenizer(tmp_path / "qwen2.5-coder")
     monkeypatch.chdir(tmp_path)
-    assert find_tokenizer_file(None, "qwen2.5-coder", environ={"HF_HOME": str(tmp_path)}) is None
-    assert find_tokenizer_file("qwen2.5-coder", None, environ={}) is not None  # a setting is
+    assert find_tokenizer_file(None, "qwen2.5-coder", tmp_path / "hub") is None
+    assert find_tokenizer_file("qwen2.5-coder", None, tmp_path / "hub") is not None  # a setting is

@@ -3,7 +3,8 @@
 The tokenizer (a Hugging Face `tokenizer.json`, loaded with `tokenizers`) comes from, in
 order: the `completion.tokenizer` setting (the file or a folder holding it); the model
 name the backend reports when it is a local folder (vLLM reports the path it serves when
-no served-model-name is given); the local Hugging Face cache. Nothing is ever downloaded.
+no served-model-name is given); the local Hugging Face cache, through huggingface_hub's
+offline lookup. Nothing is ever downloaded.
 Without a tokenizer, counts are estimated at `CHARS_PER_TOKEN` characters per token.
 
 Encoding is not cheap: the Qwen2.5-Coder tokenizer takes about 2 ms for a 6,000-character
@@ -17,13 +18,15 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 import xxhash
 from tokenizers import Tokenizer
+
+if TYPE_CHECKING:
+    from huggingface_hub import CachedRepoInfo
 
 log = logging.getLogger(__name__)
 
@@ -246,12 +249,12 @@ class TokenCounter:
 
 
 def find_tokenizer_file(
-    setting: str | None, model_name: str | None, environ: Mapping[str, str] | None = None
+    setting: str | None, model_name: str | None, hub_cache: Path | None = None
 ) -> tuple[Path, str] | None:
     """The tokenizer.json to use and why, or None: the setting (a .json file or a folder
     holding tokenizer.json), the model name when it is an absolute folder path, then the
-    Hugging Face cache. Never downloads."""
-    environ = os.environ if environ is None else environ
+    Hugging Face cache (`hub_cache`, else the one HF_HUB_CACHE / HF_HOME name). Never
+    downloads."""
     if setting:
         found = _tokenizer_at(Path(setting).expanduser())
         if found is not None:
@@ -262,18 +265,18 @@ def find_tokenizer_file(
         found = _tokenizer_at(folder) if folder.is_absolute() else None
         if found is not None:
             return found, "the model's folder"
-        found = _hf_cache_tokenizer(model_name, environ)
+        found = _hf_cache_tokenizer(model_name, hub_cache)
         if found is not None:
             return found, "the Hugging Face cache"
     return None
 
 
 def load_token_counter(
-    setting: str | None, model_name: str | None, environ: Mapping[str, str] | None = None
+    setting: str | None, model_name: str | None, hub_cache: Path | None = None
 ) -> TokenCounter:
     """A TokenCounter for this model, with one info line saying where its tokenizer came
     from or that counts are estimated. Loading takes ~0.4 s: call it off the event loop."""
-    found = find_tokenizer_file(setting, model_name, environ)
+    found = find_tokenizer_file(setting, model_name, hub_cache)
     if found is not None:
         path, why = found
         try:
@@ -307,44 +310,39 @@ def _tokenizer_at(path: Path) -> Path | None:
         return None
 
 
-def _hf_hub_dir(environ: Mapping[str, str]) -> Path:
-    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if environ.get(variable):
-            return Path(environ[variable]).expanduser()
-    if environ.get("HF_HOME"):
-        return Path(environ["HF_HOME"]).expanduser() / "hub"
-    cache_home = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home).expanduser() / "huggingface" / "hub"
+def _hf_cache_tokenizer(model_name: str, hub_cache: Path | None) -> Path | None:
+    """tokenizer.json of the model in the local Hugging Face cache, found as huggingface_hub
+    finds files offline: the revision `refs/main` names, else the newest snapshot that has
+    one. A name without an org matches any org, if only one has it. The cache is scanned
+    (one stat a file), once per model served. huggingface_hub is imported here, when a
+    model is first served: importing it takes ~0.4 s, which a server's start should not."""
+    from huggingface_hub import CacheNotFound, scan_cache_dir, try_to_load_from_cache
 
-
-def _hf_cache_tokenizer(model_name: str, environ: Mapping[str, str]) -> Path | None:
-    """models--org--name/snapshots/<rev>/tokenizer.json: the revision refs/main names,
-    else the newest. A name without an org matches any org, if only one has it."""
-    hub = _hf_hub_dir(environ)
-    name = model_name.strip("/")
-    if "/" in name:
-        folders = [hub / ("models--" + name.replace("/", "--"))]
-    else:
-        try:
-            folders = [
-                entry
-                for entry in hub.iterdir()
-                if entry.name.lower().endswith("--" + name.lower())
-                and entry.name.startswith("models--")
-            ]
-        except OSError:
-            return None
-        if len(folders) != 1:
-            return None
-    folder = folders[0]
     try:
-        main = (folder / "refs" / "main").read_text().strip()
-    except OSError:
-        main = ""
-    if main and (folder / "snapshots" / main / TOKENIZER_FILE).is_file():
-        return folder / "snapshots" / main / TOKENIZER_FILE
-    try:
-        found = list((folder / "snapshots").glob(f"*/{TOKENIZER_FILE}"))
-    except OSError:
+        cached = scan_cache_dir(hub_cache)
+    except (CacheNotFound, OSError):
         return None
-    return max(found, key=lambda path: path.stat().st_mtime, default=None)
+    name = model_name.strip("/").lower()
+    repos = [
+        repo
+        for repo in cached.repos
+        if repo.repo_type == "model"
+        and (repo.repo_id.lower() == name or ("/" not in name and _bare_name(repo) == name))
+    ]
+    if len(repos) != 1:
+        return None
+    repo = repos[0]
+    on_main = try_to_load_from_cache(repo.repo_id, TOKENIZER_FILE, cache_dir=hub_cache)
+    if isinstance(on_main, str):
+        return Path(on_main)
+    with_file = [
+        revision
+        for revision in repo.revisions
+        if any(f.file_path == revision.snapshot_path / TOKENIZER_FILE for f in revision.files)
+    ]
+    newest = max(with_file, key=lambda revision: revision.last_modified, default=None)
+    return None if newest is None else newest.snapshot_path / TOKENIZER_FILE
+
+
+def _bare_name(repo: CachedRepoInfo) -> str:
+    return repo.repo_id.rsplit("/", 1)[-1].lower()
