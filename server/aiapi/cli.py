@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from server.aiapi.service_cli import add_service_parsers, run_service_command
+
 LANGUAGE_CHOICES = ("python", "typescript", "go")
 
 
@@ -39,9 +41,12 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="run mypy --strict, tsc --noEmit and go vet over what was generated, and the "
         "Python client's contract tests against a Prism mock of the document",
     )
+    add_service_parsers(aiapi_commands)
 
 
 def run_aiapi(args: argparse.Namespace) -> int:
+    if args.aiapi_command != "generate":
+        return run_service_command(args)
     from server.aiapi.document import ContractError, load_document
     from server.aiapi.pipeline import generate_contract, write_zip
     from server.aiapi.tools import ToolMissing
