@@ -221,6 +221,29 @@ def test_broken_document_fails_with_the_line_of_its_problem(
         assert alice.get(f"/v1/jobs/{job_id}/result").status_code == 404
 
 
+def test_reference_outside_the_document_is_refused_unread(
+    service: Service, keys: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """A `$ref` to the server's files (or a URL) would be followed by every tool."""
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "object", "description": "s3cret-of-the-server"}')
+    lines = PETSTORE.read_text().splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines, 1) if "$ref" in line)
+    indent = lines[number - 1][: lines[number - 1].index("$ref")]
+    lines[number - 1] = f'{indent}$ref: "{secret.as_uri()}"\n'
+    document = tmp_path / "outside.yaml"
+    document.write_text("".join(lines))
+    with service.client(keys[1]["alice"]) as alice:
+        answer = alice.get(f"/v1/jobs/{submit(alice, document)}")
+        job = finished(alice, answer.json()["job_id"])
+    assert job["status"] == "failed"
+    assert job["error"] == "openapi.yaml: not self-contained (1 problem)"
+    (problem,) = job["problems"]
+    assert problem["line"] == number
+    assert problem["message"].startswith(f"$ref '{secret.as_uri()}' points outside the document")
+    assert "s3cret-of-the-server" not in json.dumps(job)
+
+
 def test_missing_or_bad_key_gets_401(service: Service, keys: tuple[Path, dict[str, str]]) -> None:
     with service.client(keys[1]["alice"]) as alice:
         job_id = submit(alice, PETSTORE)

@@ -65,12 +65,13 @@ def problem_of(problem: ContractProblem, source: str) -> Problem:
     )
 
 
-def invalid_document_report(error: ContractError, source: str) -> JobReport:
+def invalid_document_report(
+    error: ContractError, source: str, what: str = "not a valid OpenAPI 3.x document"
+) -> JobReport:
     count = len(error.problems)
     return JobReport(
         ok=False,
-        error=f"{source}: not a valid OpenAPI 3.x document ({count} problem"
-        f"{'s' if count != 1 else ''})",
+        error=f"{source}: {what} ({count} problem{'s' if count != 1 else ''})",
         problems=[problem_of(p, source) for p in error.problems],
     )
 

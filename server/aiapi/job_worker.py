@@ -28,6 +28,7 @@ from server.aiapi.job_report import (
     invalid_document_report,
     write_report,
 )
+from server.aiapi.local_refs import outside_references
 from server.aiapi.pipeline import generate_contract
 from server.aiapi.tools import ToolMissing
 
@@ -60,6 +61,10 @@ def run_job(folder: Path) -> JobReport:
         progress.write(message + "\n")
 
     try:
+        outside = outside_references(folder / request.document)
+        if outside:
+            error = ContractError(folder / request.document, outside)
+            return invalid_document_report(error, request.document, "not self-contained")
         try:
             document = load_document(folder / request.document)
         except ContractError as exc:
