@@ -1,5 +1,5 @@
-"""The `headstart` command: serve, index, demo, backend start|stop|status, bench run|plot,
-aiapi generate."""
+"""The `headstart` command: serve, index, demo, doctor, backend start|stop|status, bench
+run|plot, aiapi generate."""
 
 from __future__ import annotations
 
@@ -38,6 +38,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.add_argument("--backend-url", help="an OpenAI-compatible base URL (…/v1)")
     demo.add_argument("--model", help="a local model folder for the vLLM this starts")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the backend, model, tokenizer, cache folder and editors; say what to fix",
+        description="Check what Headstart needs, one line each with what to fix: the "
+        "settings in effect and where each came from, the backend (engine, model, a tiny "
+        "completion's latency), the tokenizer, the cache folder and each editor's setup. "
+        "Exit code 1 when something is broken.",
+    )
+    doctor.add_argument(
+        "--settings",
+        default="{}",
+        help="settings as JSON, as an editor sends them (HEADSTART_* variables still win)",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
 
     backend = commands.add_parser("backend", help="the completion backend")
     backend_commands = backend.add_subparsers(dest="backend_command", required=True)
@@ -169,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         from server import demo as demo_module
 
         return demo_module.main(args.backend_url, args.model)
+    if args.command == "doctor":
+        return doctor_command(args.settings, as_json=args.json)
     if args.command == "bench":
         return bench_command(args)
     if args.command == "aiapi":
@@ -193,9 +210,31 @@ def serve_lsp(tcp: str | None) -> int:
             return 2
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
+        if sys.stdin.isatty():  # a person, not an editor: say what this is (never on stdout)
+            print(
+                "headstart serve speaks LSP on stdin/stdout, for an editor to start; "
+                "to check the setup, run `headstart doctor` (Ctrl-D ends this)",
+                file=sys.stderr,
+                flush=True,
+            )
         server.start_io()
     # LSP: exit code 0 only if `shutdown` came before `exit`
     return 0 if server.shutdown_requested else 1
+
+
+def doctor_command(settings_json: str, *, as_json: bool = False) -> int:
+    """`headstart doctor`; server.doctor does the work."""
+    from server import doctor
+
+    try:
+        options = json.loads(settings_json)
+    except ValueError as exc:
+        print(f"headstart doctor: --settings is not JSON ({exc})", file=sys.stderr)
+        return 2
+    if not isinstance(options, dict):
+        print("headstart doctor: --settings wants a JSON object", file=sys.stderr)
+        return 2
+    return doctor.main(options, as_json=as_json)
 
 
 def index_folder(root: Path, cache_dir: Path | None) -> int:

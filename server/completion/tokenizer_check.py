@@ -11,7 +11,7 @@ says which ids it makes of a text (`/tokenize`), so one probe settles it.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Literal, Protocol
 
 from server.completion.prompt_tokens import SAMPLE
 from server.completion.token_count import TokenCounter
@@ -27,22 +27,27 @@ class Tokenizes(Protocol):
     async def tokenize(self, text: str) -> list[int] | None: ...
 
 
-async def backend_agrees(backend: Tokenizes, counter: TokenCounter) -> bool:
-    """False, said once in the log, when the backend makes other ids of `PROBE` than the
-    local tokenizer; True when they are the same or the backend cannot say."""
+Agreement = Literal["same", "different", "unknown"]
+"""What one probe says of the backend's tokenizer against the local one: "unknown" when the
+backend does not tokenize on request (or there is no local tokenizer to compare)."""
+
+
+async def compare_tokenizers(backend: Tokenizes, counter: TokenCounter) -> Agreement:
+    """Whether the backend makes the same ids of `PROBE` as the local tokenizer; the
+    differences said once in the log."""
     if counter.tokenizer is None:
-        return True
+        return "unknown"
     theirs = await backend.tokenize(PROBE)
     if theirs is None:
         log.info(
             "tokenizer check: the backend does not tokenize on request (/tokenize); trusting %s",
             counter.source,
         )
-        return True
+        return "unknown"
     ours = counter.tokenizer.encode(PROBE, add_special_tokens=True).ids
     if ours == theirs:
         log.info("tokenizer check: the backend's tokenizer is %s", counter.source)
-        return True
+        return "same"
     first = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), None)
     where = f"from id {first}" if first is not None else "in length"
     log.warning(
@@ -54,4 +59,10 @@ async def backend_agrees(backend: Tokenizes, counter: TokenCounter) -> bool:
         len(theirs),
         len(ours),
     )
-    return False
+    return "different"
+
+
+async def backend_agrees(backend: Tokenizes, counter: TokenCounter) -> bool:
+    """False when the backend makes other ids of `PROBE` than the local tokenizer; True
+    when they are the same or the backend cannot say."""
+    return await compare_tokenizers(backend, counter) != "different"
