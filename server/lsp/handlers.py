@@ -16,20 +16,23 @@ from lsprotocol import types
 
 from cache.paths import uri_to_path
 from cache.secrets import warm_up as compile_secret_rules
-from server import __version__
+from server import __version__, tracing
 from server.completion.request import Suggestion
 from server.config import SECTION, SettingsError, load_settings
 from server.features.refactor import ACTION_KINDS
 from server.features.semantic_tokens.legend import FULL_LEGEND
-from server.lsp import features
+from server.lsp import contracts, features
 from server.lsp.internals import log_internals
 from server.lsp.language_server import SERVED_FROM, HeadstartServer
 from server.lsp.logs import attach_editor
+from server.lsp.request_spans import keystroke_span, note_synced
 
 log = logging.getLogger(__name__)
 
 
 server = HeadstartServer()
+open_contracts = contracts.OpenContracts(server)
+"""OpenAPI documents: their diagnostics and generate actions (server.lsp.contracts)."""
 
 
 @server.feature(types.INITIALIZE)
@@ -141,6 +144,7 @@ def did_open(ls: HeadstartServer, params: types.DidOpenTextDocumentParams) -> No
     path = uri_to_path(uri)
     if path is not None:
         ls.sync.opened(path, params.text_document.text, uri)
+    open_contracts.changed(uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -150,6 +154,9 @@ def did_change(ls: HeadstartServer, params: types.DidChangeTextDocumentParams) -
     document = ls.workspace.text_documents.get(unquote(uri))
     if path is not None and document is not None:
         ls.sync.changed(path, document.source, document.uri)
+    if tracing.enabled():
+        note_synced(ls, uri, params.text_document.version)
+    open_contracts.changed(uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
@@ -167,9 +174,11 @@ def did_close(ls: HeadstartServer, params: types.DidCloseTextDocumentParams) -> 
     ls.shown.forget(params.text_document.uri)
     ls.prefetch_use.forget(params.text_document.uri)
     ls.last_asked.pop(params.text_document.uri, None)
+    ls.synced.pop(params.text_document.uri, None)
     ls.stop_following(params.text_document.uri)
     ls.semantic_tokens.forget(params.text_document.uri)
     ls.trees.forget(params.text_document.uri)
+    open_contracts.closed(params.text_document.uri)
     path = uri_to_path(params.text_document.uri)
     if path is not None:
         ls.sync.closed(path)
@@ -194,10 +203,13 @@ async def inline_completion(
     ls: HeadstartServer, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList | None:
     started = time.perf_counter()
-    document = ls.workspace.text_documents.get(params.text_document.uri)
+    uri = params.text_document.uri
+    document = ls.workspace.text_documents.get(uri)
     version = document.version if document is not None else None
-    ctx = ls.cursor_context(params.text_document.uri, params.position)
-    suggestion = await ls.suggest(params.text_document.uri, ctx)
+    with keystroke_span(ls, types.TEXT_DOCUMENT_INLINE_COMPLETION, uri, version) as keystroke:
+        ctx = ls.cursor_context(uri, params.position)
+        suggestion = await ls.suggest(uri, ctx)
+        keystroke.answered(ctx, suggestion)
     elapsed_ms = (time.perf_counter() - started) * 1000
     if ls.settings.log.completion_reports != "off":
         ls.report_completion(params, version, suggestion, elapsed_ms)
@@ -228,8 +240,13 @@ async def completion(ls: HeadstartServer, params: types.CompletionParams) -> typ
     text_document = ls.client_capabilities.text_document
     if text_document is not None and text_document.inline_completion is not None:
         return empty
-    ctx = ls.cursor_context(params.text_document.uri, params.position)
-    suggestion = await ls.suggest(params.text_document.uri, ctx)
+    uri = params.text_document.uri
+    document = ls.workspace.text_documents.get(uri)
+    version = document.version if document is not None else None
+    with keystroke_span(ls, types.TEXT_DOCUMENT_COMPLETION, uri, version) as keystroke:
+        ctx = ls.cursor_context(uri, params.position)
+        suggestion = await ls.suggest(uri, ctx)
+        keystroke.answered(ctx, suggestion)
     if ctx is None or suggestion is None or not suggestion.text:
         return empty
     word = identifier_before(ctx.text, ctx.offset)
@@ -262,12 +279,16 @@ def identifier_before(text: str, offset: int) -> str:
 
 @server.feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(code_action_kinds=list(ACTION_KINDS.values()), resolve_provider=True),
+    types.CodeActionOptions(
+        code_action_kinds=[*ACTION_KINDS.values(), contracts.GENERATE_KIND],
+        resolve_provider=True,
+    ),
 )
 async def code_action(
     ls: HeadstartServer, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
-    return await features.code_actions(ls, params)
+    refactorings = await features.code_actions(ls, params)
+    return refactorings + contracts.code_actions(ls, open_contracts, params)
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)
@@ -278,6 +299,11 @@ async def code_action_resolve(ls: HeadstartServer, params: types.CodeAction) -> 
 @server.command(features.REWRITE_COMMAND)
 async def rewrite(ls: HeadstartServer, *arguments: Any) -> dict[str, Any]:
     return await features.rewrite_command(ls, arguments)
+
+
+@server.command(contracts.GENERATE_COMMAND)
+async def generate_from_contract(ls: HeadstartServer, *arguments: Any) -> dict[str, Any]:
+    return await contracts.generate_command(ls, open_contracts, arguments)
 
 
 SEMANTIC_LEGEND = types.SemanticTokensLegend(
@@ -324,6 +350,13 @@ async def shutdown(ls: HeadstartServer, params: None) -> None:
         ls.stop_following(uri)
     await ls.local.close()
     await ls.latest.cancel_all()
+    await open_contracts.close()
     await ls.stop_indexing()
     await ls.backend.aclose()
+    if tracing.enabled():
+        await asyncio.to_thread(tracing.flush, TRACE_FLUSH_S)
     log.info("shut down")
+
+
+TRACE_FLUSH_S = 2.0
+"""How long shutdown waits for the last spans to be exported (the SDK tries again at exit)."""
