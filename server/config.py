@@ -379,6 +379,15 @@ class LogSettings(_Section):
         "each with its timing and how it ended: what `headstart bench replay` sends again, "
         "and a record of exactly what Headstart sent. The prompts hold your code.",
     )
+    open_telemetry: bool = Field(
+        False,
+        description="Export OpenTelemetry spans of every completion request, stage by stage, "
+        "and send a W3C traceparent with each backend request so the engine's spans join "
+        "them (needs `pip install 'headstart[otel]'`). Where to: the standard OTEL_* "
+        "variables (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318). "
+        "OTEL_TRACES_EXPORTER also turns it on; OTEL_SDK_DISABLED=true keeps it off. No code "
+        "or prompt text goes into a span (docs/tracing.md).",
+    )
 
 
 SECTION = "headstart"

@@ -1098,8 +1098,10 @@ class Completion:
         chunks, self.finish = plan_chunks(rule.text, creq.stop, budget, rule.chunk_chars)
         self.chunks = chunks[skip:]
 
-    def usage(self) -> dict[str, int]:
-        """Token counts, with one 'token' per chunk (and ~4 chars per prompt token)."""
+    def usage(self) -> dict[str, Any]:
+        """Token counts, with one 'token' per chunk (and ~4 chars per prompt token), and the
+        prompt tokens its prefix cache held, as vLLM with --enable-prompt-tokens-details
+        says them."""
         prompt = self.creq.prompt
         prompt_tokens = len(prompt) if isinstance(prompt, list) else (len(prompt) + 3) // 4
         done = self.event.chunks_sent
@@ -1107,6 +1109,7 @@ class Completion:
             "prompt_tokens": prompt_tokens,
             "completion_tokens": done,
             "total_tokens": prompt_tokens + done,
+            "prompt_tokens_details": {"cached_tokens": max(0, prompt_tokens - self.computed)},
         }
 
     def choice(self, text: str, finish: str | None, first: bool = False) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from typing import Any
 import httpx
 import xxhash
 
+from server import tracing
 from server.backend.engines import engine_of, takes_vllm_fields
+from server.backend.request_span import RequestSpan, server_attributes
 from server.backend.trace import RequestTrace
 from server.config import BackendSettings
 
@@ -118,6 +120,11 @@ class Chunk:
     prompt_token_ids: tuple[int, ...] | None = None
     """The whole prompt as token ids (vLLM sends them with the first chunk only)."""
     finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    """From the usage event after the last choice (`stream_options.include_usage`)."""
+    cached_tokens: int | None = None
+    """Of those, the ones the engine's prefix cache held, where it says (vLLM with
+    `--enable-prompt-tokens-details`, SGLang with `--enable-cache-report`)."""
 
 
 @dataclass
@@ -134,6 +141,12 @@ class StreamStats:
     """Chunks received when a one-line suggestion was complete while its stream went on
     for the block (`completion.continueInBackground`): where the server would have closed
     it without that (the request trace's `lineChunks`)."""
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    """The engine's counts of the prompt's tokens and of those its prefix cache held, where
+    it sends a usage event (asked for while tracing, `Chunk`)."""
+    stop_rules_s: float = 0.0
+    """Time the stop rules took over the stream's chunks, measured while tracing."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +196,8 @@ class CompletionBackend:
             trust_env=False,
             transport=transport,
         )
+        self._server = server_attributes(settings.url)
+        """Where requests go, as a span says it (server.backend.request_span)."""
         self._model: ModelInfo | None = None
         self._refused_models: set[str] = set()
         """Models the backend answered 404 for (said once each in the log)."""
@@ -276,8 +291,9 @@ class CompletionBackend:
         ids_refused: BackendRefused | None = None
         while True:
             body = self._body(request, model, as_text=ids_refused is not None)
+            events = self._events(body, headers, stats, request.priority)
             try:
-                async with contextlib.aclosing(self._events(body, headers, stats)) as chunks:
+                async with contextlib.aclosing(events) as chunks:
                     async for chunk in chunks:
                         if ids_refused is not None and self.sends_token_ids:
                             self.sends_token_ids = False
@@ -346,21 +362,34 @@ class CompletionBackend:
                     body["regex"] = pattern
                 else:
                     body["structured_outputs"] = {"regex": pattern}
+            if tracing.enabled():  # the prompt's cached tokens, for the request's span
+                body["stream_options"] = {"include_usage": True}
         return body
 
     async def _events(
-        self, body: dict[str, Any], headers: dict[str, str], stats: StreamStats
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        stats: StreamStats,
+        priority: Priority = Priority.KEYSTROKE,
     ) -> AsyncGenerator[Chunk]:
-        """`_post`, and the request traced when it ends (`log.requestTrace`)."""
+        """`_post`, and the request traced when it ends (`log.requestTrace`), and its span
+        (server.tracing) with its `traceparent` on the request."""
         sent, started = time.time(), time.perf_counter()
+        span = RequestSpan(self._server, body, priority.name.lower()) if tracing.enabled() else None
+        if span is not None:
+            headers = headers | span.headers()
         first_ms: float | None = None
         chunks = 0
         end = "error"
+        failure: BaseException | None = None
         try:
             async with contextlib.aclosing(self._post(body, headers, stats)) as events:
                 async for chunk in events:
                     if first_ms is None:
                         first_ms = (time.perf_counter() - started) * 1000
+                        if span is not None:
+                            span.first_chunk(chunk.prompt_token_ids)
                     chunks += 1
                     yield chunk
             end = "done"
@@ -370,11 +399,23 @@ class CompletionBackend:
         except GeneratorExit:
             end = "closed"
             raise
+        except Exception as exc:
+            failure = exc
+            raise
         finally:
             if self.trace is not None:
                 end_ms = (time.perf_counter() - started) * 1000
                 line_chunks = stats.line_chunks if stats.resumes == 0 else None
                 self.trace.record(body, sent, first_ms, end_ms, chunks, end, line_chunks)
+            if span is not None:
+                span.end(
+                    end,
+                    chunks,
+                    stats.finish_reason,
+                    stats.prompt_tokens,
+                    stats.cached_tokens,
+                    failure,
+                )
 
     async def _post(
         self, body: dict[str, Any], headers: dict[str, str], stats: StreamStats
@@ -419,6 +460,9 @@ class CompletionBackend:
                     stats.finish_reason = chunk.finish_reason or stats.finish_reason
                     if chunk.text or chunk.token_ids or chunk.prompt_token_ids:
                         yield chunk
+                    elif chunk.prompt_tokens is not None:  # the usage event
+                        stats.prompt_tokens = chunk.prompt_tokens
+                        stats.cached_tokens = chunk.cached_tokens
         except httpx.TimeoutException as exc:
             raise BackendTimeout(f"{type(exc).__name__} talking to {self.settings.url}") from None
         except httpx.ConnectError as exc:
@@ -431,14 +475,19 @@ class CompletionBackend:
 
     async def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         """One plain request (`url` relative to the backend's or absolute), httpx's errors
-        as BackendErrors."""
-        try:
-            async with self._open(self._client.build_request(method, url, **kwargs)) as response:
-                return response
-        except httpx.TimeoutException:
-            raise BackendTimeout(f"{self._client.base_url.join(url)} timed out") from None
-        except httpx.HTTPError as exc:
-            raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
+        as BackendErrors; a span of its own and its `traceparent` while tracing."""
+        request = self._client.build_request(method, url, **kwargs)
+        attributes = {**self._server, "http.request.method": method, "url.path": request.url.path}
+        with tracing.client_span("headstart.backend.http", attributes) as span:
+            request.headers.update(span.headers())
+            try:
+                async with self._open(request) as response:
+                    span.set("http.response.status_code", response.status_code)
+                    return response
+            except httpx.TimeoutException:
+                raise BackendTimeout(f"{self._client.base_url.join(url)} timed out") from None
+            except httpx.HTTPError as exc:
+                raise BackendUnreachable(f"cannot reach {self.settings.url}: {exc}") from None
 
     def _affinity(self, document: str) -> dict[str, str]:
         """The header a router's consistent hashing keeps one document's (or workspace's)
@@ -572,7 +621,7 @@ def _parse_chunk(data: str) -> Chunk:
     try:
         event = json.loads(data)
         if not event.get("choices") and "usage" in event:
-            return Chunk("")  # the usage event after the last choice
+            return _usage(event["usage"])  # the usage event after the last choice
         choice = event["choices"][0]
         text = choice.get("text") or ""
         if not isinstance(text, str):
@@ -585,6 +634,20 @@ def _parse_chunk(data: str) -> Chunk:
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BackendProtocolError(f"malformed stream event {data[:80]!r}: {exc}") from None
+
+
+def _usage(usage: object) -> Chunk:
+    """The usage event's prompt tokens and, where the engine says, how many were cached; an
+    event that does not say is an empty chunk."""
+    if not isinstance(usage, dict) or type(usage.get("prompt_tokens")) is not int:
+        return Chunk("")
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Chunk(
+        "",
+        prompt_tokens=usage["prompt_tokens"],
+        cached_tokens=cached if type(cached) is int else None,
+    )
 
 
 def _token_ids(value: object) -> tuple[int, ...] | None:

@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar
 
 from tree_sitter import Tree
 
+from server import tracing
 from server.backend.client import (
     BackendError,
     CompletionBackend,
@@ -52,6 +53,13 @@ from server.config import BackendSettings, CompletionSettings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+MODEL_SPAN: Final = "headstart.model_info"
+CONTEXT_SPAN: Final = "headstart.context.build"
+PROMPT_SPAN: Final = "headstart.prompt.render"
+QUEUE_SPAN: Final = "headstart.queue.wait"
+FILTERS_SPAN: Final = "headstart.filters"
+"""The request path's stages as spans (server.tracing; docs/tracing.md)."""
 
 NO_PROJECT = ContextBuilder(None)
 """The builder for files outside any indexed root (or before indexing ends): the current
@@ -381,39 +389,41 @@ class Completer:
         """The suggestion at `ctx`; `priority` says what it is for (a prefetch is
         speculative)."""
         started = time.perf_counter()
-        try:
-            prompting = await self.prompting(settings)
-        except BackendError as exc:  # the stream would fail the same way: say so once
-            log.warning("backend: %s", exc)
-            return Suggestion(text="", mode=Mode.LINE, error=str(exc))
-        raise_if_cancelled()
-        settings = self._fitted(settings, await self.backend.model())
+        with tracing.span(MODEL_SPAN) as span:
+            try:
+                prompting = await self.prompting(settings)
+            except BackendError as exc:  # the stream would fail the same way: say so once
+                log.warning("backend: %s", exc)
+                span.failed(exc)
+                return Suggestion(text="", mode=Mode.LINE, error=str(exc))
+            raise_if_cancelled()
+            settings = self._fitted(settings, await self.backend.model())
         planned = time.perf_counter()
-        context = build_context(ctx, settings, prompting)
+        with tracing.span(CONTEXT_SPAN):
+            context = build_context(ctx, settings, prompting)
         built = time.perf_counter()
-        request, shape = render_request(ctx, context, settings, prompting, priority)
-        sends_ids = (
-            prompting.encoder is not None
-            and self.backend.settings.prompt_token_ids
-            and self.backend.sends_token_ids
-        )
-        healed = heal_request(request, prompting, settings, context.prefix)
-        if healed is not None:
-            request = healed if sends_ids else dataclasses.replace(healed, prompt_ids=None)
-        elif sends_ids and prompting.encoder is not None:
-            ids = prompting.encoder.encode(request.prompt)
-            if ids is not None:
-                request = dataclasses.replace(request, prompt_ids=ids)
+        with tracing.span(PROMPT_SPAN) as span:
+            request, shape = self._request(ctx, context, settings, prompting, priority)
+            if request.prompt_ids is not None:
+                span.set("headstart.prompt.tokens", len(request.prompt_ids))
         decode = prompting.counter.decode if prompting.counter.exact else None
         queued = time.perf_counter()
         follow = settings.continue_in_background and shape.mode is Mode.LINE
-        async with self.slots(settings.max_concurrent_requests):
+        slots = self.slots(settings.max_concurrent_requests)
+        with tracing.span(QUEUE_SPAN, {"headstart.priority": priority.name.lower()}):
+            await slots.acquire()
+        try:
             stats = StreamStats()
             text, error, rest = await self._stream_until_stop(
                 request, shape, stats, decode, keep_open=follow, line_cap=settings.max_tokens
             )
+        finally:
+            slots.release()
         streamed = time.perf_counter()
-        text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
+        with tracing.span(FILTERS_SPAN) as span:
+            text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
+            span.set("headstart.stop_rules_ms", stats.stop_rules_s * 1000)
+            span.set("headstart.suggestion.chars", len(text))
         finished = time.perf_counter()
         suggestion = Suggestion(text=text, mode=shape.mode, error=error, request=request)
         suggestion.timings_ms = {
@@ -434,6 +444,31 @@ class Completer:
             suggestion.more = asyncio.create_task(self._continue(stream, received, block, ctx))
             suggestion.more.add_done_callback(close_if_cancelled(stream))
         return suggestion
+
+    def _request(
+        self,
+        ctx: CursorContext,
+        context: Context,
+        settings: CompletionSettings,
+        prompting: Prompting,
+        priority: Priority,
+    ) -> tuple[CompletionRequest, CursorShape]:
+        """The context rendered into the request to send: healed, or as token ids, where the
+        settings and the backend take them (the prompt stage)."""
+        request, shape = render_request(ctx, context, settings, prompting, priority)
+        sends_ids = (
+            prompting.encoder is not None
+            and self.backend.settings.prompt_token_ids
+            and self.backend.sends_token_ids
+        )
+        healed = heal_request(request, prompting, settings, context.prefix)
+        if healed is not None:
+            request = healed if sends_ids else dataclasses.replace(healed, prompt_ids=None)
+        elif sends_ids and prompting.encoder is not None:
+            ids = prompting.encoder.encode(request.prompt)
+            if ids is not None:
+                request = dataclasses.replace(request, prompt_ids=ids)
+        return request, shape
 
     @staticmethod
     def _fitted(settings: CompletionSettings, model: ModelInfo) -> CompletionSettings:
@@ -483,6 +518,7 @@ class Completer:
         received = ""
         timeout_s = self.backend.settings.total_timeout_ms / 1000
         policy = resume_policy(self.backend.settings)
+        timed = tracing.enabled()
         try:
             async with asyncio.timeout(timeout_s):
                 stream: AsyncGenerator[str] = resumable_stream(
@@ -495,7 +531,10 @@ class Completer:
                     async for snapshot in stream:
                         raise_if_cancelled()
                         received = snapshot
+                        stopping = time.perf_counter() if timed else 0.0
                         kept, done = apply_stops(received, shape, final=False)
+                        if timed:
+                            stats.stop_rules_s += time.perf_counter() - stopping
                         if done:
                             handed_over = keep_open
                             if keep_open:

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
+
+from server import tracing
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +136,9 @@ class LspWorkspace(Workspace):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._lsp_codec = LspPositionCodec(encoding=self.position_encoding)
+        self.edits_started: dict[str, int] = {}
+        """Per document URI, when the didChange being applied began (wall-clock ns), while
+        tracing: the start of its `headstart.document.sync` span."""
 
     @classmethod
     def like(cls, workspace: Workspace) -> LspWorkspace:
@@ -173,4 +180,23 @@ class LspWorkspace(Workspace):
         if unquote(text_doc.uri) not in self.text_documents:
             log.warning("an edit to %s, which is not open, ignored (didOpen first)", text_doc.uri)
             return
+        if tracing.enabled():
+            self.edits_started.setdefault(text_doc.uri, time.time_ns())
         super().update_text_document(text_doc, change)
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """One didChange: when it began and ended being applied (wall-clock ns), and the
+    document version it made (server.lsp.request_spans)."""
+
+    start_ns: int
+    end_ns: int
+    version: int | None
+
+
+def edit_started(workspace: Workspace, uri: str) -> int | None:
+    """When the didChange just applied to `uri` began (wall-clock ns), while tracing."""
+    if not isinstance(workspace, LspWorkspace):
+        return None
+    return workspace.edits_started.pop(uri, None)

@@ -14,6 +14,7 @@ import logging
 import sys
 import time
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 from urllib.parse import unquote
@@ -25,7 +26,7 @@ from pygls.workspace import TextDocument
 
 from cache.languages import from_language_id, language_for
 from cache.paths import display_path, uri_to_path
-from server import __version__
+from server import __version__, tracing
 from server.backend.client import BackendError, CompletionBackend, Priority
 from server.backend.trace import NOTE, RequestTrace
 from server.completion.prefetch_use import PrefetchUse
@@ -53,6 +54,7 @@ from server.config import (
 from server.features.semantic_tokens.document import DocumentTokens
 from server.features.semantic_tokens.legend import FULL_LEGEND
 from server.lsp import stdio
+from server.lsp.documents import Synced
 from server.lsp.local_backend import LocalBackend
 from server.lsp.logs import configure_logging
 from server.lsp.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
@@ -105,6 +107,9 @@ class HeadstartServer(LanguageServer):
         """Per document, the one speculative job: the stream kept going after a one-line
         suggestion, or the request for the suggestion after a block."""
         self.skipped_documents: set[str] = set()
+        self.synced: dict[str, Synced] = {}
+        """Per document, its last didChange while tracing: where its next keystroke's trace
+        starts (server.lsp.request_spans)."""
         self.private: dict[str, str | None] = {}
         """Per open document, why it must stay out of prompts (None: it may go)."""
         self.shutdown_requested = False
@@ -135,6 +140,7 @@ class HeadstartServer(LanguageServer):
                 types.ShowMessageParams(type=types.MessageType.Error, message=str(exc))
             )
             return
+        tracing.configure(settings.log.open_telemetry)
         if settings == self.settings:
             return
         previous, self.settings = self.settings, settings
@@ -476,9 +482,11 @@ class HeadstartServer(LanguageServer):
         waited_ms = 0.0
         if join:
             started = time.perf_counter()
-            joined = await self.latest.join(
-                uri, lambda earlier: types_on(earlier, ctx), JOIN_WAIT_S, LINGER_S
-            )
+            with tracing.span(JOIN_SPAN) as span:
+                joined = await self.latest.join(
+                    uri, lambda earlier: types_on(earlier, ctx), JOIN_WAIT_S, LINGER_S
+                )
+                span.set("headstart.joined", joined.value)
             if joined is Joined.SUPERSEDED:
                 return None  # a newer keystroke came while this one waited
             if joined is Joined.ENDED and (answer := self.from_shown(uri, ctx, "joined", started)):
@@ -629,9 +637,10 @@ class HeadstartServer(LanguageServer):
         settings = self.settings.completion.model_copy(update={"continue_in_background": False})
         context = contextvars.copy_context()
         context.run(NOTE.set, None)  # a prefetch types on nothing
-        task = asyncio.create_task(
-            self.completer.complete(accepted, settings, Priority.PREFETCH), context=context
-        )
+        job = self.completer.complete(accepted, settings, Priority.PREFETCH)
+        if tracing.enabled():
+            job = traced_prefetch(job)
+        task = asyncio.create_task(job, context=context)
         self.following[uri] = task
 
         def done(task: asyncio.Task[Suggestion]) -> None:
@@ -652,6 +661,17 @@ class HeadstartServer(LanguageServer):
         task = self.following.pop(uri, None)
         if task is not None:
             task.cancel()
+
+
+JOIN_SPAN = "headstart.join.wait"
+PREFETCH_SPAN = "headstart.prefetch"
+
+
+async def traced_prefetch(job: Coroutine[Any, Any, Suggestion]) -> Suggestion:
+    """A prefetch in a trace of its own, linked to the keystroke's that asked for it: it
+    goes on after that keystroke was answered."""
+    with tracing.root_span(PREFETCH_SPAN, {"headstart.priority": "prefetch"}, kind="internal"):
+        return await job
 
 
 def checked_offset(document: TextDocument, position: types.Position) -> int:
