@@ -107,6 +107,9 @@ class JobQueue:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for job in list(self.jobs.values()):  # nobody can ask for them after this process
+            await asyncio.to_thread(shutil.rmtree, job.folder, True)
+        self.jobs.clear()
 
     def active_for_key(self, key_id: str) -> int:
         return sum(

@@ -42,7 +42,7 @@ class ServiceSettings(BaseSettings):
     data_dir: Path = Field(
         default_factory=default_data_dir,
         description="Where jobs keep their documents, outputs and zips (its `jobs/` folder is "
-        "emptied at start: jobs do not outlive the process).",
+        "emptied at start and stop: jobs do not outlive the process).",
     )
     workers: int = Field(
         default_factory=lambda: os.cpu_count() or 1,
