@@ -214,7 +214,9 @@ class Script:
     default_text: str
     refuse_fields: tuple[str, ...] = ()
     """Request fields answered with 400, as a server that does not know them would
-    (e.g. `priority` on a vLLM without priority scheduling)."""
+    (e.g. `priority` on a vLLM without priority scheduling), dotted for nested ones
+    (`structured_outputs.grammar`: a vLLM whose xgrammar backend cannot read the Lark
+    grammar of token healing)."""
     serve_model: str | None = None
     """The model served instead of the launch one, as a backend restarted with another
     model: /v1/models lists it, and a completion naming any other model gets vLLM's 404."""
@@ -676,12 +678,24 @@ FORCED_START = re.compile(r"((?:[^\\\[]|\\.)*)\[\\s\\S\]\*")
 """The one regex shape the fake honours, `LITERAL[\\s\\S]*`: an answer starting with
 LITERAL (what a healed prompt sends, server.backend.client.starting_with)."""
 
+FORCED_START_GRAMMAR = re.compile(
+    r'start: ("(?:[^"\\\\]|\\\\.)*") /\(\.\|\\n\)\*/ \((<\[\d+\]>(?: \| <\[\d+\]>)*)\)\?'
+)
+"""The one Lark grammar shape the fake honours (server.backend.client.healing_grammar):
+a JSON string the answer starts with, anything, then optionally one of the end tokens."""
+
 
 def forced_start(body: Mapping[str, Any]) -> str:
-    """What an answer must start with under the request's regex (vLLM's
-    `structured_outputs.regex`, SGLang's `regex`); "" without one. The fake's "model"
-    then spells it first, as a constrained model would."""
+    """What an answer must start with under the request's constraint (vLLM's
+    `structured_outputs.regex` or `.grammar`, SGLang's `regex`); "" without one. The
+    fake's "model" then spells it first, as a constrained model would."""
     outputs = body.get("structured_outputs")
+    if isinstance(outputs, dict) and "grammar" in outputs:
+        grammar = outputs["grammar"]
+        found = FORCED_START_GRAMMAR.fullmatch(grammar) if isinstance(grammar, str) else None
+        if found is None:
+            raise BadRequest(f"the fake honours only healing_grammar's shape, got {grammar!r}")
+        return str(json.loads(found.group(1)))
     pattern = outputs.get("regex") if isinstance(outputs, dict) else body.get("regex")
     if pattern is None:
         return ""
@@ -689,6 +703,17 @@ def forced_start(body: Mapping[str, Any]) -> str:
     if match is None:
         raise BadRequest(f"the fake honours only regexes LITERAL[\\s\\S]*, got {pattern!r}")
     return re.sub(r"\\(.)", r"\1", match.group(1))
+
+
+def has_field(body: Mapping[str, Any], name: str) -> bool:
+    """Whether the body holds the field `name`, dotted for nested ones
+    (`structured_outputs.grammar`)."""
+    value: Any = body
+    for part in name.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return True
 
 
 class PrefixCache:
@@ -992,12 +1017,14 @@ class FakeServer:
             event.close("server")
             log.info("POST /v1/completions -> 401")
             return await conn.send_json(401, openai_error("invalid API key", code=401))
-        refused = [name for name in self.script.refuse_fields if name in body]
+        refused = [name for name in self.script.refuse_fields if has_field(body, name)]
         if refused:
             event.behaviour, event.status = "refused_field", 400
             event.close("server")
             log.info("POST /v1/completions -> 400 (refused %s)", refused)
             message = f"Unrecognized request argument supplied: {refused[0]}"
+            if refused[0] == "structured_outputs.grammar":  # vLLM with the xgrammar backend
+                message = "Failed to convert the grammar from Lark to EBNF. "
             return await conn.send_json(400, openai_error(message))
         if (why := refusal(self.flavor, body)) is not None:
             event.behaviour, event.status = "refused_field", 400

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fast_settings, first_completion
+from conftest import fast_settings, first_completion, start_session
 from fake_openai import FakeBackend, forced_start
-from lsp_helpers import logs
+from lsp_helpers import cursor_at, logs, open_document, suggestion
 from pytest_lsp import LanguageClient
 from tokenizer_helpers import save_tiny_tokenizer
 from tokenizers import Tokenizer
@@ -83,6 +83,41 @@ async def test_a_healed_prompt_makes_the_answer_start_with_the_backed_off_charac
     assert (sent + removed).endswith("<fim_suffix>\n<fim_middle>    return sum")
     assert event["text"] == removed + "(items)\n"  # what the "model" streamed
     assert "token healing: on for " in logs(fresh)
+    # a grammar that lets the answer end with the template's end tokens, named by id
+    end_of_text = Tokenizer.from_file(str(served)).token_to_id("<|endoftext|>")
+    assert f"<[{end_of_text}]>" in event["body"]["structured_outputs"]["grammar"]
+
+
+async def test_a_backend_refusing_the_grammar_heals_with_the_regex(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, tmp_path: Path
+) -> None:
+    """vLLM started with the xgrammar backend cannot read the Lark grammar (its EBNF has
+    no special tokens) and answers 400: the same request goes again with the regex, the
+    suggestion comes, and the log says how to start vLLM instead."""
+    served = save_tiny_tokenizer(tmp_path / "served-model")
+    fake.script(
+        [],
+        default_text="(items)\n",
+        tokenizer=served,
+        refuse_fields=["structured_outputs.grammar"],
+    )
+    settings = fast_settings(
+        fake.url,
+        template="starcoder2",
+        tokenizer=str(served),
+        promptLayout="lineStart",
+        tokenHealing=True,
+    )
+    await start_session(fresh, "vscode", workspace, settings)
+    text, position = cursor_at(TYPED_SUM)
+    uri = open_document(fresh, workspace / "total.py", text)
+
+    assert await suggestion(fresh, uri, position) == "(items)"
+    refused, healed = fake.events()
+    assert refused["status"] == 400 and "grammar" in refused["body"]["structured_outputs"]
+    assert "    return sum".endswith(forced_start(healed["body"]))
+    assert set(healed["body"]["structured_outputs"]) == {"regex"}
+    assert "refuses token healing's grammar" in logs(fresh)
 
 
 async def test_healing_leaves_a_prompt_without_typed_part_alone(

@@ -111,6 +111,21 @@ def starting_with(text: str) -> str:
     return literal + r"[\s\S]*"
 
 
+def healing_grammar(text: str, end_token_ids: Sequence[int]) -> str:
+    """A Lark grammar (llguidance's dialect: vLLM's guidance backend, and its default
+    "auto", which falls back to guidance for it) for answers that start with `text` and
+    may end with one of the template's end tokens, named by id (`<[151643]>`).
+
+    A regex cannot name a special token, so under `starting_with` the grammar masks the
+    token a fill-in-the-middle answer ends with: for an instruct model that is
+    `<|endoftext|>`, not the tokenizer's EOS (`<|im_end|>`), which is all the regex lets
+    through. Unable to stop, the model wrote on past the line's end (a comment, more
+    code): 186 of the 214 repository-level tasks healing lost against the plain prompt
+    (docs/results/prompt_layout.txt)."""
+    ends = " | ".join(f"<[{token_id}]>" for token_id in end_token_ids)
+    return f"start: {json.dumps(text, ensure_ascii=False)} /(.|\\n)*/ ({ends})?"
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One streamed event: its text and, from vLLM, the token ids behind it."""
@@ -205,6 +220,9 @@ class CompletionBackend:
         """Whether prompts may go as token ids; off for good once the backend refuses them
         and takes the same prompt as text."""
         self.sends_priority = settings.send_priority
+        self.sends_healing_grammar = True
+        """Whether healed answers are constrained by `healing_grammar` (False once the
+        backend refused it: then by `starting_with`'s regex)."""
         """Whether requests carry their `priority`; off for good once the backend refuses
         the field (a vLLM started without `--scheduling-policy priority` may)."""
         self._orphans: set[asyncio.Future[httpx.Response]] = set()
@@ -305,6 +323,19 @@ class CompletionBackend:
                         yield chunk
                 return
             except BackendRefused as exc:
+                if _refuses_grammar(exc, body):
+                    # vLLM started with `--structured-outputs-config '{"backend":"xgrammar"}'`:
+                    # its EBNF cannot name special tokens. The regex still heals the prompt;
+                    # answers may then run past the line's end (see healing_grammar)
+                    self.sends_healing_grammar = False
+                    log.warning(
+                        "the backend refuses token healing's grammar (%s); constraining "
+                        "healed answers with a regex from now on. Start vLLM with "
+                        '--structured-outputs-config \'{"backend": "guidance"}\' (or '
+                        '"auto") so healed answers can end',
+                        exc,
+                    )
+                    continue
                 if (
                     exc.status == 400
                     and isinstance(body["prompt"], list)
@@ -360,6 +391,9 @@ class CompletionBackend:
                 pattern = starting_with(request.answer_prefix)
                 if engine_of(model.owned_by) == "sglang":
                     body["regex"] = pattern
+                elif request.stop_token_ids and self.sends_healing_grammar:
+                    grammar = healing_grammar(request.answer_prefix, request.stop_token_ids)
+                    body["structured_outputs"] = {"grammar": grammar}
                 else:
                     body["structured_outputs"] = {"regex": pattern}
             if tracing.enabled():  # the prompt's cached tokens, for the request's span
@@ -609,6 +643,12 @@ def key_may_travel(url: str) -> bool:
         or parts.host in ("localhost", "::1")
         or (parts.host.startswith("127."))
     )
+
+
+def _refuses_grammar(refused: BackendRefused, body: dict[str, Any]) -> bool:
+    """A 4xx to a request that carried token healing's grammar and names a grammar."""
+    sent = body.get("structured_outputs") or {}
+    return 400 <= refused.status < 500 and "grammar" in sent and "grammar" in str(refused).lower()
 
 
 def _refuses_priority(refused: BackendRefused) -> bool:
