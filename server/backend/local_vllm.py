@@ -27,8 +27,9 @@ from cache.user_dirs import headstart_home as headstart_home  # process.py and t
 SCRIPT = Path(__file__).with_name("vllm_local.sh")
 
 
-CPU_BUILD_INSTALL = "about 3 minutes and 3.4 GB on a fast connection"
-"""How long vllm_local.sh install-cpu takes the first time (184 s measured from PyPI)."""
+CPU_BUILD_INSTALL = "3-11 minutes and 3.4 GB"
+"""How long vllm_local.sh install-cpu takes the first time, measured on 2 cores: 184 s with
+part of it from a local package mirror, 664 s from PyPI alone with the cores busy."""
 DEMO_MODEL = "Qwen/Qwen2.5-Coder-0.5B"
 """The real code model the demo serves when the Hugging Face Hub (or its cache) has it:
 the smallest Qwen2.5-Coder, ~1 GB, fast enough on vLLM's CPU build."""

