@@ -28,6 +28,7 @@ from pytest_lsp import LanguageClient
 ROOT_SPAN = "headstart.inline_completion"
 STAGES = {
     "headstart.document.sync",
+    "headstart.cursor",
     "headstart.model_info",
     "headstart.context.build",
     "headstart.prompt.render",

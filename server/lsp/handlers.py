@@ -25,7 +25,7 @@ from server.lsp import contracts, features
 from server.lsp.internals import log_internals
 from server.lsp.language_server import SERVED_FROM, HeadstartServer
 from server.lsp.logs import attach_editor
-from server.lsp.request_spans import keystroke_span, note_synced
+from server.lsp.request_spans import CURSOR_SPAN, keystroke_span, note_synced
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,8 @@ async def inline_completion(
     document = ls.workspace.text_documents.get(uri)
     version = document.version if document is not None else None
     with keystroke_span(ls, types.TEXT_DOCUMENT_INLINE_COMPLETION, uri, version) as keystroke:
-        ctx = ls.cursor_context(uri, params.position)
+        with tracing.span(CURSOR_SPAN):
+            ctx = ls.cursor_context(uri, params.position)
         suggestion = await ls.suggest(uri, ctx)
         keystroke.answered(ctx, suggestion)
     elapsed_ms = (time.perf_counter() - started) * 1000
@@ -244,7 +245,8 @@ async def completion(ls: HeadstartServer, params: types.CompletionParams) -> typ
     document = ls.workspace.text_documents.get(uri)
     version = document.version if document is not None else None
     with keystroke_span(ls, types.TEXT_DOCUMENT_COMPLETION, uri, version) as keystroke:
-        ctx = ls.cursor_context(uri, params.position)
+        with tracing.span(CURSOR_SPAN):
+            ctx = ls.cursor_context(uri, params.position)
         suggestion = await ls.suggest(uri, ctx)
         keystroke.answered(ctx, suggestion)
     if ctx is None or suggestion is None or not suggestion.text:

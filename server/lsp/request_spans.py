@@ -27,6 +27,8 @@ SPAN_NAMES: Final = {
     types.TEXT_DOCUMENT_COMPLETION: "headstart.completion",
 }
 SYNC_SPAN: Final = "headstart.document.sync"
+CURSOR_SPAN: Final = "headstart.cursor"
+"""The document's text and tree at the cursor (the tree re-parsed after the edit)."""
 OUTCOME: Final = "headstart.outcome"
 SYNC_BEFORE_NS: Final = 1_000_000_000
 """A didChange applied longer than this before the request is not the keystroke's own."""
