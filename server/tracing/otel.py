@@ -40,6 +40,10 @@ DEFAULT_PROTOCOL: Final = "http/protobuf"
 """The specification's default, which `headstart[otel]` installs the exporter of (the
 Python SDK's own configurator defaults to grpc)."""
 KINDS: Final = {"server": SpanKind.SERVER, "internal": SpanKind.INTERNAL}
+EXPORT_TIMEOUT_S: Final = 2.0
+"""How long one OTLP export may retry, unless OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT says: the
+SDK's 10 s held an editor's shutdown that long with no collector listening (its flush
+waits for the export under way, opentelemetry-python#4568)."""
 
 
 def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter:
@@ -59,7 +63,12 @@ def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter:
         hint = " (pip install opentelemetry-exporter-otlp-proto-grpc)" if "grpc" in name else ""
         raise ValueError(f"no span exporter {name!r} installed{hint}")
     exporter_class = next(iter(found)).load()
-    exporter: SpanExporter = exporter_class()
+    timeout_set = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" in environ or (
+        "OTEL_EXPORTER_OTLP_TIMEOUT" in environ
+    )
+    ours = name.startswith("otlp") and not timeout_set
+    arguments = {"timeout": EXPORT_TIMEOUT_S} if ours else {}
+    exporter: SpanExporter = exporter_class(**arguments)
     return exporter
 
 
