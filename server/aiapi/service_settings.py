@@ -12,14 +12,14 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cache.user_dirs import headstart_cache_dir
+
 MIB = 1024 * 1024
 
 
 def default_data_dir() -> Path:
-    """${XDG_CACHE_HOME:-~/.cache}/headstart/aiapi-service, beside the project caches."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "headstart" / "aiapi-service"
+    """aiapi-service in Headstart's cache folder, beside the project caches."""
+    return headstart_cache_dir() / "aiapi-service"
 
 
 class ServiceSettings(BaseSettings):
