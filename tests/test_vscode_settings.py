@@ -19,7 +19,10 @@ from conftest import ROOT
 from server.config import Settings, is_machine_setting
 
 PACKAGE = json.loads((ROOT / "clients" / "vscode" / "package.json").read_text())
-PROPERTIES: dict[str, dict[str, Any]] = PACKAGE["contributes"]["configuration"]["properties"]
+CATEGORIES: list[dict[str, Any]] = PACKAGE["contributes"]["configuration"]
+PROPERTIES: dict[str, dict[str, Any]] = {
+    key: prop for category in CATEGORIES for key, prop in category["properties"].items()
+}
 CLIENT_ONLY = {
     "headstart.enable",
     "headstart.server.command",
@@ -118,3 +121,15 @@ def test_settings_a_repository_must_not_choose_are_machine_settings_and_restrict
     assert machine == expected
     restricted = PACKAGE["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
     assert sorted(restricted) == sorted(machine)
+
+
+def test_settings_are_grouped_in_ordered_categories() -> None:
+    """The Settings editor shows one category per part of Headstart, in a fixed order, and
+    each setting at a distinct place inside its category."""
+    assert [category["order"] for category in CATEGORIES] == list(range(len(CATEGORIES)))
+    for category in CATEGORIES:
+        assert category["title"] and category["id"].startswith("headstart.")
+        orders = [prop["order"] for prop in category["properties"].values()]
+        assert sorted(orders) == list(range(len(orders))), category["title"]
+    keys = [key for category in CATEGORIES for key in category["properties"]]
+    assert len(keys) == len(set(keys))

@@ -47,16 +47,27 @@ export function apiKeyVariable(): string {
   return typeof variable === "string" && variable !== "" ? variable : "HEADSTART_API_KEY";
 }
 
-/** The contributed keys the server reads, without the `headstart.` prefix, and their schemas. */
+/** One `contributes.configuration` entry: a category of the Settings editor. */
+interface ConfigurationSection {
+  properties?: Record<string, PropertySchema>;
+}
+
+/**
+ * The contributed keys the server reads, without the `headstart.` prefix, and their schemas,
+ * over every category (`contributes.configuration` is a list of them, or one object).
+ */
 export function serverKeys(packageJson: unknown): Map<string, PropertySchema> {
-  const properties = (
-    packageJson as { contributes?: { configuration?: { properties?: Record<string, PropertySchema> } } }
-  ).contributes?.configuration?.properties;
+  const configuration = (
+    packageJson as { contributes?: { configuration?: ConfigurationSection | ConfigurationSection[] } }
+  ).contributes?.configuration;
+  const sections = Array.isArray(configuration) ? configuration : configuration ? [configuration] : [];
   const keys = new Map<string, PropertySchema>();
-  for (const [name, schema] of Object.entries(properties ?? {})) {
-    const key = name.slice(SECTION.length + 1);
-    if (!CLIENT_ONLY.some((prefix) => key === prefix || (prefix.endsWith(".") && key.startsWith(prefix)))) {
-      keys.set(key, schema);
+  for (const section of sections) {
+    for (const [name, schema] of Object.entries(section.properties ?? {})) {
+      const key = name.slice(SECTION.length + 1);
+      if (!CLIENT_ONLY.some((prefix) => key === prefix || (prefix.endsWith(".") && key.startsWith(prefix)))) {
+        keys.set(key, schema);
+      }
     }
   }
   return keys;
