@@ -1,4 +1,5 @@
-"""`headstart aiapi generate SPEC --lang ... --out DIR [--zip] [--verify]`.
+"""`headstart aiapi generate SPEC --lang ... [--kinds client,server,tests] --out DIR [--zip]
+[--verify]`.
 
 Exit codes: 0 generated (and, with --verify, every checker passed); 1 a generator or a
 checker failed; 2 the document is invalid (each problem printed as FILE:LINE: path:
@@ -25,7 +26,9 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         description="Validate an OpenAPI 3.x document (YAML or JSON), then write a typed "
         "client for each language into OUT/<language>: Python (pydantic v2 models + httpx, "
         "sync and async), TypeScript (zod + fetch, by @hey-api/openapi-ts), Go (structs + "
-        "net/http with context.Context).",
+        "net/http with context.Context); and beside each client a server stub (FastAPI, "
+        "node:http, net/http; every operation answers 501 until implemented) and a test "
+        "skeleton (pytest, vitest, go test) calling each operation.",
     )
     generate.add_argument("spec", type=Path, help="the OpenAPI 3.x document")
     generate.add_argument(
@@ -33,13 +36,21 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         default=",".join(LANGUAGE_CHOICES),
         help="comma-separated: python,typescript,go (default: all three)",
     )
+    generate.add_argument(
+        "--kinds",
+        default="client,server,tests",
+        help="comma-separated: client,server,tests (default: all three); the client is "
+        "always written, as the server stub and the test skeleton build on it",
+    )
     generate.add_argument("--out", type=Path, required=True, help="the output folder")
     generate.add_argument("--zip", action="store_true", help="also write OUT.zip")
     generate.add_argument(
         "--verify",
         action="store_true",
         help="run mypy --strict, tsc --noEmit and go vet over what was generated, and the "
-        "Python client's contract tests against a Prism mock of the document",
+        "Python client's contract tests against a Prism mock of the document; serve the "
+        "Python and Go stubs and run their test skeletons against them, and the Python "
+        "test skeleton against Prism",
     )
     add_service_parsers(aiapi_commands)
 
@@ -49,6 +60,7 @@ def run_aiapi(args: argparse.Namespace) -> int:
         return run_service_command(args)
     from server.aiapi.document import ContractError, load_document
     from server.aiapi.pipeline import generate_contract, write_zip
+    from server.aiapi.scaffold import KINDS, parse_kinds
     from server.aiapi.tools import ToolMissing
 
     languages = tuple(part.strip() for part in args.lang.split(",") if part.strip())
@@ -59,6 +71,12 @@ def run_aiapi(args: argparse.Namespace) -> int:
             f"choose from {','.join(LANGUAGE_CHOICES)}",
             file=sys.stderr,
         )
+        return 2
+    try:
+        kinds = parse_kinds(args.kinds)
+    except ValueError as exc:
+        print(f"headstart aiapi generate: unknown --kinds {exc}; choose from {','.join(KINDS)}",
+              file=sys.stderr)  # fmt: skip
         return 2
     try:
         document = load_document(args.spec)
@@ -75,8 +93,9 @@ def run_aiapi(args: argparse.Namespace) -> int:
     say(f"{document.title} {document.api_version} (OpenAPI {document.openapi_version})")
     try:
         result = generate_contract(
-            document, args.out, languages, verify=args.verify, contract=args.verify, progress=say
-        )
+            document, args.out, languages, verify=args.verify, contract=args.verify, progress=say,
+            kinds=kinds,
+        )  # fmt: skip
     except ToolMissing as exc:
         print(f"headstart aiapi generate: {exc}", file=sys.stderr)
         return 3
@@ -95,6 +114,18 @@ def run_aiapi(args: argparse.Namespace) -> int:
             )
         else:
             print(f"{entry.language}: {entry.folder}")
+    for scaffold in result.scaffolds:
+        if scaffold.generate_error:
+            print(f"{scaffold.label}: generation failed: {scaffold.generate_error}",
+                  file=sys.stderr)  # fmt: skip
+        elif scaffold.check is not None and not scaffold.check.ok:
+            print(f"{scaffold.label}: {scaffold.check.checker} failed:\n{scaffold.check.output}",
+                  file=sys.stderr)  # fmt: skip
+        elif scaffold.run is not None and not scaffold.run.ok:
+            print(f"{scaffold.label}: {scaffold.run_what} failed:\n{scaffold.run.output}",
+                  file=sys.stderr)  # fmt: skip
+        else:
+            print(f"{scaffold.label}: {scaffold.folder}")
     if args.zip:
         archive = write_zip(args.out, args.out.with_name(args.out.name + ".zip"))
         print(f"zip: {archive}")

@@ -6,7 +6,9 @@
 #   - @hey-api/openapi-ts, typescript, zod and prettier from npm into .tools/aiapi-node
 #     (git-ignored), at the versions of server/aiapi/node/package-lock.json;
 #   - Prism (@stoplight/prism-cli), the mock the contract tests call, into
-#     .tools/aiapi-mock, at the versions of server/aiapi/mock/package-lock.json.
+#     .tools/aiapi-mock, at the versions of server/aiapi/mock/package-lock.json;
+#   - @types/node and vitest, which the TypeScript server stub and test skeleton are
+#     checked and run with, into .tools/aiapi-scaffold (server/aiapi/scaffold).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -51,3 +53,4 @@ npm_ci() {
 
 npm_ci "$NODE_DIR" "$ROOT/server/aiapi/node"
 npm_ci "$TOOLS/aiapi-mock" "$ROOT/server/aiapi/mock"
+npm_ci "$TOOLS/aiapi-scaffold" "$ROOT/server/aiapi/scaffold"

@@ -17,6 +17,8 @@ from server.aiapi.contract import ContractTestResult, run_contract_tests
 from server.aiapi.document import ContractDocument
 from server.aiapi.go_client import generate_go
 from server.aiapi.python_client import generate_python
+from server.aiapi.scaffold import KINDS as KINDS  # the kinds generate_contract writes
+from server.aiapi.scaffold import ScaffoldResult, generate_scaffolds
 from server.aiapi.tools import GeneratorError, ToolMissing
 from server.aiapi.typescript_client import generate_typescript
 from server.aiapi.verify import CheckResult, check_go, check_python, check_typescript
@@ -60,10 +62,12 @@ class ContractResult:
     document: ContractDocument
     out: Path
     languages: list[LanguageResult] = field(default_factory=list)
+    # the server stubs and test skeletons (kinds "server" and "tests"), by language
+    scaffolds: list[ScaffoldResult] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(result.ok for result in self.languages)
+        return all(r.ok for r in self.languages) and all(s.ok for s in self.scaffolds)
 
 
 def generate_contract(
@@ -75,8 +79,13 @@ def generate_contract(
     contract: bool = False,
     check_timeout_s: float = 600,
     progress: Callable[[str], None] | None = None,
+    kinds: tuple[str, ...] = ("client",),
 ) -> ContractResult:
-    """Generate each language into out/<language>, replacing what was there, and check it."""
+    """Generate each language into out/<language>, replacing what was there, and check it.
+
+    `kinds` (of KINDS) adds a server stub and/or a test skeleton beside each client (the
+    client is always written: both build on it), checked with `verify` and served and run
+    with `contract` (server/aiapi/scaffold.py)."""
     result = ContractResult(document, out)
     for language in languages:
         folder = out / language
@@ -117,6 +126,11 @@ def generate_contract(
                     f"{language}: contract tests against Prism {verdict} ({counts or 'no calls'};"
                     f" {tested.seconds:.1f} s)"
                 )
+        if any(kind != "client" for kind in kinds):
+            result.scaffolds += generate_scaffolds(
+                document, out, language, kinds, verify=verify, run=contract,
+                timeout_s=check_timeout_s, progress=progress,
+            )  # fmt: skip
     return result
 
 
