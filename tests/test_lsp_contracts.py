@@ -11,9 +11,11 @@ validator and the worker processes are the real ones.
 from __future__ import annotations
 
 import asyncio
+import http.server
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -42,6 +44,7 @@ from server.features.contracts import ContractKind, detect
 
 FIXTURES = ROOT / "tests" / "fixtures" / "openapi"
 GENERATE = "headstart.generateFromContract"
+CLIENT_FILES = ["__init__.py", "client.py", "models.py", "py.typed"]
 REQUEST_FAILED = -32803
 SETTINGS = {"contracts": {"diagnosticsDelayMs": 300}}
 SWAGGER = """swagger: "2.0"
@@ -181,13 +184,16 @@ async def suggest_in_a_new_file(client: LanguageClient, folder: Path, name: str)
 
 
 def cli_output(spec: Path, out: Path) -> dict[str, bytes]:
+    """What `headstart aiapi generate SPEC --lang python` writes of the client (the CLI
+    may write a server stub and a test skeleton beside it)."""
     done = subprocess.run(
         [sys.executable, "-m", "server", "aiapi", "generate", str(spec), "--lang", "python",
          "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return tree_bytes(out / "python")
+    written = tree_bytes(out / "python")
+    return {name: data for name, data in written.items() if name.split("/")[0].endswith("_client")}
 
 
 # --- detection, before any parse ---------------------------------------------------------------
@@ -270,6 +276,33 @@ async def test_schema_errors_are_diagnostics_at_their_lines_and_the_actions_say_
     assert len(checks) == 2, checks  # as opened, then once typing paused: not per keystroke
 
 
+async def test_diagnostics_never_fetch_a_ref_to_a_url(editor: LanguageClient, api: Path) -> None:
+    """A document someone else wrote must not make the editor fetch URLs as it is typed in."""
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"type: object\n")
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder) as web:
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        remote = f"http://127.0.0.1:{web.server_address[1]}/pet.yaml"
+        text = (
+            (FIXTURES / "petstore.yaml")
+            .read_text()
+            .replace('$ref: "#/components/schemas/Pet"', f'$ref: "{remote}"', 1)
+        )
+        assert remote in text
+        uri = open_document(editor, api / "remote.yaml", text, language_id="yaml")
+        (problem,) = await diagnostics_of(editor, uri, bool)
+        web.shutdown()
+    assert f"cannot resolve the document: {remote}" in problem.message
+    assert hits == []
+
+
 async def test_generate_client_python_applies_the_files_the_cli_writes(
     editor: LanguageClient, api: Path, fake: FakeBackend, tmp_path: Path
 ) -> None:
@@ -304,6 +337,7 @@ async def test_generate_client_python_applies_the_files_the_cli_writes(
     assert applied.label == "Headstart: Generate client (Python)"
     expected = cli_output(spec, tmp_path / "cli")
     assert tree_bytes(api / "generated" / "python") == expected
+    assert list(expected) == [f"swagger_petstore_client/{name}" for name in CLIENT_FILES]
     shown = await wait_for_shown(editor, "4 created in generated/python")
     assert "Swagger Petstore 1.0.0" in shown
     progress = [

@@ -1,13 +1,13 @@
 """OpenAPI documents open in the editor: which ones are, what is wrong with them, and the
 files a generate action writes for them.
 
-Validation of a large document takes seconds (GitHub's, 13 MB, is parsed and checked in
-pure Python) and generation tens of seconds, so both run in worker processes started with
-`spawn`, below the server in CPU priority (`nice`) and with their stdout on stderr (in
-stdio mode the server's stdout is the LSP stream). pebble's pools stop a worker that runs
-past its timeout or whose job is cancelled, which a `concurrent.futures` pool cannot.
-The detection that decides whether a document is one at all is a few regular
-expressions, run before anything is parsed.
+Validation of a large document takes long (GitHub's, 13 MB, is parsed and checked in pure
+Python: 25 s of CPU) and generation seconds to minutes, so both run in worker processes
+started with `spawn`, below the server in CPU priority (`nice`) and with their stdout on
+stderr (in stdio mode the server's stdout is the LSP stream). pebble's pools stop a
+worker that runs past its timeout or whose job is cancelled, which a `concurrent.futures`
+pool cannot. The detection that decides whether a document is one at all is a few
+regular expressions, run before anything is parsed.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ import logging
 import multiprocessing
 import os
 import re
+import socket
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 if TYPE_CHECKING:
     from pebble import ProcessPool
@@ -35,11 +36,13 @@ log = logging.getLogger(__name__)
 GENERATED_FOLDER: Final = "generated"
 """Generated files go to `<the document's folder>/generated/<language>/`, the layout of
 `headstart aiapi generate DOC --out <the document's folder>/generated`."""
-CHECK_TIMEOUT_S: Final = 120.0
-"""Longest one validation may take (GitHub's document takes about 10 s here)."""
+CHECK_TIMEOUT_S: Final = 600.0
+"""Longest one validation may take: a guard against a document that never ends, not a
+budget (GitHub's takes 25 s of CPU, minutes of a niced worker on a busy machine)."""
 CHECKS_PER_WORKER: Final = 20
 """The validation worker is replaced after this many documents: a large one leaves its
 memory with the process."""
+NO_NETWORK: Final = "diagnostics do not fetch a $ref's URL (the generate actions do)"
 HEAD_CHARS: Final = 65_536
 """Detection looks here first; the whole text only when the key is not in it."""
 BINARY_PROBE: Final = 8192
@@ -220,6 +223,20 @@ def _start_worker() -> None:
     os.dup2(2, 1)
 
 
+def _start_checker() -> None:
+    """A validation worker, which also never connects anywhere: a `$ref` to a URL in a
+    document someone else wrote would otherwise be fetched each time typing pauses in it
+    (the generate actions, which the user runs, follow them, as the CLI does)."""
+    _start_worker()
+
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise OSError(NO_NETWORK)
+
+    socket.create_connection = refuse
+    socket.socket.connect = refuse  # type: ignore[method-assign]
+    socket.socket.connect_ex = refuse  # type: ignore[method-assign]
+
+
 # --- the workers, seen from the server --------------------------------------------------------
 
 
@@ -231,20 +248,18 @@ class ContractWorkers:
         self._checker: ProcessPool | None = None
         self._lock = threading.Lock()
 
-    def _pool(self, max_tasks: int) -> ProcessPool:
+    def _pool(self, max_tasks: int, start: Callable[[], None] = _start_worker) -> ProcessPool:
         from pebble import ProcessPool
 
         context = multiprocessing.get_context("spawn")
-        return ProcessPool(
-            max_workers=1, max_tasks=max_tasks, initializer=_start_worker, context=context
-        )
+        return ProcessPool(max_workers=1, max_tasks=max_tasks, initializer=start, context=context)
 
     async def check(self, path: str, text: str) -> list[Problem]:
         """The document's problems. Raises TimeoutError past CHECK_TIMEOUT_S, and
         pebble's ProcessExpired when the worker dies (it is started again next time)."""
         with self._lock:
             if self._checker is None:
-                self._checker = self._pool(CHECKS_PER_WORKER)
+                self._checker = self._pool(CHECKS_PER_WORKER, _start_checker)
             checker = self._checker
         future = checker.schedule(check_text, args=(path, text), timeout=CHECK_TIMEOUT_S)
         return await asyncio.wrap_future(future)

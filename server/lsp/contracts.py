@@ -42,6 +42,7 @@ from server.features.contracts import (
     Detected,
     FilePlan,
     Generated,
+    Problem,
     Target,
 )
 from server.lsp.features import RefactorFailed, document_of
@@ -60,6 +61,10 @@ SWAGGER2 = (
 )
 REPLACE = "Replace"
 KEEP = "Keep them"
+SUPERSEDE_AFTER_S = 2.0
+"""A check that has run this long when the document changes is stopped (its worker with
+it) rather than finished: its answer would be for text that is gone. A shorter one
+finishes, which costs less than starting a worker again."""
 
 T = TypeVar("T")
 
@@ -77,6 +82,8 @@ class OpenContracts:
         self.shown: set[str] = set()
         """Documents with diagnostics published (to clear them when they go away)."""
         self.skipped: set[str] = set()
+        self.running: dict[str, tuple[float, asyncio.Future[list[Problem]]]] = {}
+        """Per document, the check in the worker now, and when it started."""
         self.generating = asyncio.Lock()
 
     def changed(self, uri: str) -> None:
@@ -84,7 +91,10 @@ class OpenContracts:
         document = self.ls.workspace.text_documents.get(unquote(uri))
         if document is None or not contracts.may_be_contract(uri, document.language_id):
             return
-        self.changed_at[uri] = time.monotonic()
+        self.changed_at[uri] = now = time.monotonic()
+        running = self.running.get(uri)
+        if running is not None and now - running[0] > SUPERSEDE_AFTER_S:
+            running[1].cancel()
         task = self.checks.get(uri)
         if task is None or task.done():
             self.checks[uri] = asyncio.create_task(self._check(uri))
@@ -99,7 +109,8 @@ class OpenContracts:
         if uri in self.shown:
             self.shown.discard(uri)
             self._publish(uri, None, [])
-        if not any(kind is not None for _, kind in self.detected.values()):
+        checking = any(not task.done() for task in self.checks.values())
+        if not checking and not any(kind for _, kind in self.detected.values()):
             self.workers.stop_checking()
 
     async def close(self) -> None:
@@ -141,10 +152,16 @@ class OpenContracts:
                 return
             asked = self.changed_at.get(uri)
             version = document.version
-            diagnostics = await self._diagnose(document)
+            try:
+                diagnostics = await self._diagnose(document)
+            except asyncio.CancelledError:
+                if _cancelling():
+                    raise  # the document closed, the server shuts down
+                continue  # superseded by a change (`changed`)
             if self.changed_at.get(uri) != asked:
                 continue  # typed on while it was checked: check the newer text
-            if diagnostics or uri in self.shown:
+            contract = self.detected.get(uri, (None, None))[1] is not None
+            if contract or uri in self.shown:  # a valid document's empty list says "checked"
                 self._publish(uri, version, diagnostics)
             return
 
@@ -164,13 +181,20 @@ class OpenContracts:
         path = uri_to_path(document.uri)
         name = str(path) if path is not None else PurePosixPath(document.uri).name
         started = time.perf_counter()
+        job = asyncio.ensure_future(self.workers.check(name, document.source))
+        self.running[document.uri] = (time.monotonic(), job)
         try:
-            problems = await self.workers.check(name, document.source)
+            problems = await job
+        except asyncio.CancelledError:
+            log.info("OpenAPI validation of %s stopped: the document changed", document.uri)
+            raise
         except Exception as exc:  # a timeout, a worker that died: say so where it shows
             reason = "took too long" if isinstance(exc, TimeoutError) else f"failed ({exc})"
             log.warning("OpenAPI validation of %s %s", document.uri, reason)
             message = f"Headstart could not validate this OpenAPI document: validation {reason}"
             return [_diagnostic(document, detected.line, message, types.DiagnosticSeverity.Warning)]
+        finally:
+            self.running.pop(document.uri, None)
         log.info("OpenAPI validation of %s: %d problems in %.0f ms", document.uri,
                  len(problems), (time.perf_counter() - started) * 1000)  # fmt: skip
         return [
