@@ -23,6 +23,9 @@ const API_KEY_SECRET = "headstart.apiKey";
 /** Code actions of this kind (or under it) are what the refactor command offers. */
 const REFACTOR_KIND = "refactor";
 
+/** The kind of the server's actions that generate code from an OpenAPI document (docs/aiapi.md). */
+const GENERATE_KIND = "source.headstart.generate";
+
 /** The server's command behind "rewrite with an instruction": the client asks for the text. */
 const REWRITE_COMMAND = "headstart.rewrite";
 
@@ -82,6 +85,7 @@ class Headstart {
       command("headstart.rewriteWithInstruction", () =>
         this.refactor({ kind: REFACTORINGS["headstart.rewriteWithInstruction"] }),
       ),
+      command("headstart.generateFromOpenApi", () => this.generateFromOpenApi()),
       command("headstart.setApiKey", () => this.setApiKey()),
       command("headstart.showMenu", () => this.showMenu()),
       vscode.workspace.onDidChangeConfiguration((event) => this.configurationChanged(event)),
@@ -303,6 +307,19 @@ class Headstart {
     return true;
   }
 
+  /**
+   * The server's generate actions of the open OpenAPI document (a client per language), as
+   * a menu: they are source actions, which the light bulb does not show. The server says
+   * why when the document is not one it can generate from.
+   */
+  private async generateFromOpenApi(): Promise<void> {
+    if (vscode.window.activeTextEditor === undefined) {
+      void vscode.window.showInformationMessage("Headstart: open an OpenAPI 3.x document (YAML or JSON) first.");
+      return;
+    }
+    await vscode.commands.executeCommand("editor.action.codeAction", { kind: GENERATE_KIND, apply: "never" });
+  }
+
   private async setApiKey(): Promise<void> {
     const key = await vscode.window.showInputBox({
       title: "Headstart: backend API key",
@@ -333,6 +350,7 @@ class Headstart {
       { label: "$(symbol-parameter) Add type hints", command: "headstart.addTypeHints" },
       { label: "$(symbol-method) Extract the selected lines into a function", command: "headstart.extractFunction" },
       { label: "$(edit) Rewrite with an instruction…", command: "headstart.rewriteWithInstruction" },
+      { label: "$(file-code) Generate code from this OpenAPI document…", command: "headstart.generateFromOpenApi" },
       { label: "$(key) Set the backend API key…", command: "headstart.setApiKey" },
       { label: "$(settings-gear) Settings", command: "headstart.openSettings" },
     ];
