@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.util
 import logging
 import multiprocessing
@@ -132,6 +133,7 @@ def _find(text: str) -> tuple[str, str, int] | None:
     return (key.group(1), key.group(2), key.start()) if key else None
 
 
+@functools.cache
 def missing_extra() -> str | None:
     """What to install when the aiapi extra (validator, generators, pebble) is not here."""
     for module in ("pebble", "openapi_spec_validator", "datamodel_code_generator"):

@@ -169,10 +169,10 @@ class OpenContracts:
         detected = self.detect(document)
         if detected is None:
             return []
+        text = document.source
         if detected.kind is ContractKind.SWAGGER2:
-            return [
-                _diagnostic(document, detected.line, SWAGGER2, types.DiagnosticSeverity.Information)
-            ]
+            information = types.DiagnosticSeverity.Information
+            return [_diagnostic(document, text.split("\n"), detected.line, SWAGGER2, information)]
         if missing := contracts.missing_extra():
             if document.uri not in self.skipped:
                 self.skipped.add(document.uri)
@@ -181,7 +181,7 @@ class OpenContracts:
         path = uri_to_path(document.uri)
         name = str(path) if path is not None else PurePosixPath(document.uri).name
         started = time.perf_counter()
-        job = asyncio.ensure_future(self.workers.check(name, document.source))
+        job = asyncio.ensure_future(self.workers.check(name, text))
         self.running[document.uri] = (time.monotonic(), job)
         try:
             problems = await job
@@ -192,13 +192,16 @@ class OpenContracts:
             reason = "took too long" if isinstance(exc, TimeoutError) else f"failed ({exc})"
             log.warning("OpenAPI validation of %s %s", document.uri, reason)
             message = f"Headstart could not validate this OpenAPI document: validation {reason}"
-            return [_diagnostic(document, detected.line, message, types.DiagnosticSeverity.Warning)]
+            warning = types.DiagnosticSeverity.Warning
+            return [_diagnostic(document, text.split("\n"), detected.line, message, warning)]
         finally:
             self.running.pop(document.uri, None)
         log.info("OpenAPI validation of %s: %d problems in %.0f ms", document.uri,
                  len(problems), (time.perf_counter() - started) * 1000)  # fmt: skip
+        lines = text.split("\n") if problems else []
         return [
-            _diagnostic(document, (p.line or detected.line + 1) - 1, p.describe()) for p in problems
+            _diagnostic(document, lines, (p.line or detected.line + 1) - 1, p.describe())
+            for p in problems
         ]
 
     def _publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
@@ -213,14 +216,15 @@ class OpenContracts:
 
 def _diagnostic(
     document: TextDocument,
+    lines: list[str],
     line: int,
     message: str,
     severity: types.DiagnosticSeverity = types.DiagnosticSeverity.Error,
 ) -> types.Diagnostic:
-    """A diagnostic over the line's text (its indentation left out)."""
-    lines = document.lines
-    line = max(0, min(line, len(lines) - 1)) if lines else 0
-    text = lines[line].rstrip("\r\n") if lines else ""
+    """A diagnostic over the line's text (its indentation left out) in `lines`, the text
+    that was checked, split once (a split of GitHub's document takes a while)."""
+    line = max(0, min(line, len(lines) - 1))
+    text = lines[line].rstrip("\r")
     start = len(text) - len(text.lstrip())
     codec = document.position_codec
     return types.Diagnostic(
