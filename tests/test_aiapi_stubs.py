@@ -27,7 +27,12 @@ from server.aiapi.go_server import generate_go_server
 from server.aiapi.pipeline import generate_contract
 from server.aiapi.python_client import generate_python
 from server.aiapi.python_server import generate_python_server
-from server.aiapi.scaffold import check_go_package, check_typescript_part, parse_kinds
+from server.aiapi.scaffold import (
+    check_go_package,
+    check_typescript_part,
+    generate_scaffolds,
+    parse_kinds,
+)
 from server.aiapi.test_skeletons import generate_go_tests
 from server.aiapi.verify import check_python
 
@@ -263,6 +268,120 @@ def test_checkers_reject_a_handler_of_the_wrong_type(tmp_path: Path) -> None:
     )
     result = check_typescript_part(stub)
     assert not result.ok and "mine.ts" in result.output, result.output
+
+
+ODD_SHAPES = """\
+openapi: 3.0.3
+info: {title: Odd Shapes, version: '1'}
+servers: [{url: 'http://odd.example/api'}]
+components:
+  securitySchemes:
+    token: {type: http, scheme: bearer}
+  schemas:
+    Note:
+      type: object
+      required: [id, text]
+      properties:
+        id: {type: integer, format: int64}
+        text: {type: string}
+        tags: {type: array, items: {type: string}}
+security: [{token: []}]
+paths:
+  /notes/mine:
+    get:
+      operationId: myNotes
+      tags: [notes]
+      parameters:
+        - {name: tag, in: query, required: true, schema: {type: array, items: {type: string}}}
+        - {name: X-Trace-Id, in: header, required: true, schema: {type: string}}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {type: array, items: {$ref: '#/components/schemas/Note'}}
+              example: [{id: 7, text: seven}]
+  /notes/{noteId}:
+    parameters:
+      - {name: noteId, in: path, required: true, schema: {type: integer}}
+    get:
+      operationId: getNote
+      tags: [notes]
+      responses:
+        '200':
+          description: ok
+          content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}
+    put:
+      operationId: putNoteText
+      tags: [notes]
+      requestBody:
+        required: true
+        content: {text/plain: {schema: {type: string}}}
+      responses:
+        '204': {description: done}
+    delete:
+      operationId: deleteNote
+      tags: [notes]
+      responses:
+        '204': {description: done}
+  /files/{name}.{ext}:
+    post:
+      operationId: upload
+      tags: [files]
+      parameters:
+        - {name: name, in: path, required: true, schema: {type: string}}
+        - {name: ext, in: path, required: true, schema: {type: string, enum: [png, txt]}}
+      requestBody:
+        required: true
+        content: {application/octet-stream: {schema: {type: string, format: binary}}}
+      responses:
+        '201': {description: made, content: {image/png: {schema: {type: string, format: binary}}}}
+  /forms:
+    post:
+      operationId: sendForm
+      requestBody:
+        required: true
+        content:
+          application/x-www-form-urlencoded:
+            schema:
+              type: object
+              required: [a]
+              properties: {a: {type: string}, b: {type: integer}}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json: {schema: {type: object, properties: {ok: {type: boolean}}}}
+"""
+
+
+@pytest.mark.timeout(900)
+def test_odd_shapes_are_served_and_called(tmp_path: Path) -> None:
+    """What the real documents above lack: a literal route beside a templated one
+    (/notes/mine, /notes/{noteId}), two parameters in one segment ({name}.{ext}), text,
+    binary and form bodies, a binary answer, required header and array parameters,
+    path-level parameters, bearer credentials. Python and Go, served and called."""
+    require_scaffold_tools()
+    path = tmp_path / "odd.yaml"
+    path.write_text(ODD_SHAPES)
+    document = load_document(path)
+    out = tmp_path / "out"
+    generate_contract(document, out, ("python", "go"))  # the clients
+    results = [
+        result
+        for language in ("python", "go")
+        for result in generate_scaffolds(
+            document, out, language, ("client", "server", "tests"), verify=True, run=True
+        )
+    ]
+    report = {r.label: (r.ok, r.run.outcomes if r.run else None) for r in results}
+    assert all(r.ok for r in results), [
+        (r.label, r.generate_error, r.check and r.check.output, r.run and r.run.output)
+        for r in results
+    ]
+    assert report["python server stub"][1]["as generated: reached its handler (501)"] == 6
+    assert report["python test skeleton"][1] == {"passed": 6}  # against Prism
+    assert report["go server stub"][1]["with an example service, the tests passed"] == 6
 
 
 def test_kinds_are_parsed_with_the_client_always_first() -> None:

@@ -231,18 +231,35 @@ def generate_go_tests(document: ContractDocument, module: Path) -> Path:
 
     folder = module / GO_TESTS_PACKAGE
     folder.mkdir(parents=True, exist_ok=True)
-    source = GoTestTemplate(document, module_name(module)).render()
+    signatures = client_signatures((module / "client.go").read_text(encoding="utf-8"))
+    source = GoTestTemplate(document, module_name(module), signatures).render()
     (folder / "api_test.go").write_text(source, encoding="utf-8")
     gofmt(folder, "api_test.go")
     return folder
 
 
+def client_signatures(source: str) -> dict[str, dict[str, str]]:
+    """Each method of the Go Client (client.go, gofmt'd): its parameters' names and types,
+    so that the skeleton passes each argument as the client takes it."""
+    found: dict[str, dict[str, str]] = {}
+    for match in re.finditer(r"^func \(c \*Client\) (\w+)\(([^)]*)\)", source, re.MULTILINE):
+        parameters = {}
+        for part in match.group(2).split(","):
+            name, _, kind = part.strip().partition(" ")
+            parameters[name] = kind.strip()
+        found[match.group(1)] = parameters
+    return found
+
+
 class GoTestTemplate:
-    def __init__(self, document: ContractDocument, module: str) -> None:
+    def __init__(
+        self, document: ContractDocument, module: str, signatures: dict[str, dict[str, str]]
+    ) -> None:
         from server.aiapi.go_server import GoTypes, go_methods
 
         self.document = document
         self.module = module
+        self.signatures = signatures
         self.types = GoTypes(document)
         self.methods = {(op.route, op.method): name for name, op in go_methods(document)}
 
@@ -269,6 +286,8 @@ class GoTestTemplate:
             imports.append('"encoding/json"')
         if params:
             imports.append('"net/http"')
+        if "url.Values" in tests:
+            imports.append('"net/url"')
         imports += ['"os"', '"testing"']
         return (
             f"// Package {GO_TESTS_PACKAGE}: {header(document, 'contract tests')}\n"
@@ -320,9 +339,19 @@ class GoTestTemplate:
                 kind = self.types.parameter(param)
                 arguments.append(_go_literal(kind, example_value(self.document, param.schema)))
         body = self.types.body(op)
+        taken = self.signatures.get(name, {}).get("body")
+        if body is not None and taken is not None:  # the client's own type for it
+            body = self.types.qualify(taken)
         if body is not None and op.body is not None:
             value = example_value(self.document, op.body.schema)
-            if body == "[]byte":
+            if body == "url.Values":
+                fields = value if isinstance(value, dict) else {}
+                entries = ", ".join(
+                    f"{_go_string(str(k))}: {{{_go_string(_text_value(v))}}}"
+                    for k, v in fields.items()
+                )
+                arguments.append(f"url.Values{{{entries}}}")
+            elif body == "[]byte":
                 if op.body.is_form and "multipart" not in (op.body.media_type or ""):
                     from urllib.parse import urlencode
 
@@ -356,6 +385,10 @@ class GoTestTemplate:
         summary = comment_text(op.summary)
         doc = f"{comment_text(stub.label)}: {summary}" if summary else comment_text(stub.label)
         return f"// Test{name}: {doc}\nfunc Test{name}(t *testing.T) {{\n{''.join(lines)}}}\n"
+
+
+def _text_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _go_literal(kind: str, value: Any) -> str:
