@@ -11,6 +11,7 @@ import asyncio
 import os
 import statistics
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,15 +171,16 @@ def model_note(source: ModelSource) -> str:
     """What the demo serves and why, said before its first suggestion."""
     if source.folder is not None:
         return f"Model: {source.name}, {source.why}: real weights, so these are its suggestions."
-    return (
-        "Model: random weights in a small Qwen2-shaped network, with the real Qwen2.5"
-        " tokenizer.\nNo model was given (--model or HEADSTART_MODEL), no backend either"
-        f" (HEADSTART_BACKEND_URL),\nand {DEMO_MODEL} is not in the Hugging Face cache here;"
-        f" {source.why}.\nThe suggestions below are NOISE: they show the whole pipeline"
-        " working (LSP, prompt,\nstreaming, stop rules, latency), not quality. For real"
-        " suggestions point Headstart at\na real model: HEADSTART_BACKEND_URL="
-        "http://HOST:8000/v1 (any vLLM or OpenAI-compatible\nserver), or"
-        " HEADSTART_MODEL=/path/to/Qwen2.5-Coder-1.5B (a downloaded model folder)."
+    return _paragraphs(
+        "Model: random weights in a small Qwen2-shaped network, with the real Qwen2.5 tokenizer."
+        " No model was given (--model or HEADSTART_MODEL), no backend either"
+        f" (HEADSTART_BACKEND_URL), and {DEMO_MODEL} is not in the Hugging Face cache here;"
+        f" {source.why}.",
+        "The suggestions below are NOISE: they show the whole pipeline working (LSP, prompt,"
+        " streaming, stop rules, latency), not quality. For real suggestions point Headstart"
+        " at a real model: HEADSTART_BACKEND_URL=http://HOST:8000/v1 (any vLLM or"
+        " OpenAI-compatible server), or HEADSTART_MODEL=/path/to/Qwen2.5-Coder-1.5B (a"
+        " downloaded model folder).",
     )
 
 
@@ -192,10 +194,14 @@ def cpu_latency_note(dummy_weights: bool) -> str:
         else "A real model's suggestions often match what is typed next; those keys are"
         " answered from the server's cache in a few milliseconds."
     )
-    return (
+    return _paragraphs(
         "Why about a second a key here: vLLM's CPU build computes every token on this"
-        f" machine's {cores} CPU core(s),\nin float32, where a GPU does it in a few"
-        " milliseconds. The README's 4.7 ms (p50) and 117 ms (p99) a key are\none H200 GPU"
-        " serving Qwen2.5-Coder-1.5B: a key that needs the model takes about 73 ms there, and"
-        " most keys\nneed none, because what was typed matches the suggestion shown. " + matching
+        f" machine's {cores} CPU core(s), in float32, where a GPU does it in a few"
+        " milliseconds. The README's 4.7 ms (p50) and 117 ms (p99) a key are one H200 GPU"
+        " serving Qwen2.5-Coder-1.5B: a key that needs the model takes about 73 ms there,"
+        " and most keys need none, because what was typed matches the suggestion shown. " + matching
     )
+
+
+def _paragraphs(*texts: str) -> str:
+    return "\n".join(textwrap.fill(text, width=92) for text in texts)

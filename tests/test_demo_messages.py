@@ -66,7 +66,7 @@ def test_without_the_cache_or_the_hub_it_says_why_random_weights(tmp_path: Path)
     assert found["folder"] is None and found["name"] == DEMO_MODEL
     why = str(found["why"])
     assert why.startswith(f"the Hugging Face Hub ({endpoint}) cannot be reached from this machine")
-    note = model_note(ModelSource(None, DEMO_MODEL, why))
+    note = " ".join(model_note(ModelSource(None, DEMO_MODEL, why)).split())
     assert "no model weights are on this machine" not in note
     assert "No model was given (--model or HEADSTART_MODEL)" in note
     assert f"{DEMO_MODEL} is not in the Hugging Face cache here; {why}" in note
@@ -79,7 +79,7 @@ def test_a_real_model_is_named_with_where_it_came_from(tmp_path: Path) -> None:
 
 
 def test_the_cpu_latency_note_says_why_it_differs_from_the_gpu_figures() -> None:
-    note = cpu_latency_note(dummy_weights=True)
+    note = " ".join(cpu_latency_note(dummy_weights=True).split())
     assert "CPU build computes every token" in note
     assert "4.7 ms (p50) and 117 ms (p99)" in note and "H200" in note
     assert "so every key waits for the model" in note
