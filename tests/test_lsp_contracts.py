@@ -183,17 +183,15 @@ async def suggest_in_a_new_file(client: LanguageClient, folder: Path, name: str)
     )
 
 
-def cli_output(spec: Path, out: Path) -> dict[str, bytes]:
-    """What `headstart aiapi generate SPEC --lang python` writes of the client (the CLI
-    may write a server stub and a test skeleton beside it)."""
+def cli_output(spec: Path, out: Path, kinds: str) -> dict[str, bytes]:
+    """What `headstart aiapi generate SPEC --lang python --kinds KINDS` writes."""
     done = subprocess.run(
         [sys.executable, "-m", "server", "aiapi", "generate", str(spec), "--lang", "python",
-         "--out", str(out)],
+         "--kinds", kinds, "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    written = tree_bytes(out / "python")
-    return {name: data for name, data in written.items() if name.split("/")[0].endswith("_client")}
+    return tree_bytes(out / "python")
 
 
 # --- detection, before any parse ---------------------------------------------------------------
@@ -251,9 +249,9 @@ async def test_schema_errors_are_diagnostics_at_their_lines_and_the_actions_say_
     # the actions are offered; run, they say why nothing is generated
     titles = [action.title for action in await actions_of(editor, uri)]
     assert titles == [
-        "Headstart: Generate client (Python)",
-        "Headstart: Generate client (TypeScript)",
-        "Headstart: Generate client (Go)",
+        f"Headstart: Generate {what} ({language})"
+        for what in ("client", "server stub", "contract tests")
+        for language in ("Python", "TypeScript", "Go")
     ]
     with pytest.raises(JsonRpcException) as failed:
         await generate(editor, uri, "client.python")
@@ -335,7 +333,7 @@ async def test_generate_client_python_applies_the_files_the_cli_writes(
     assert summary["applied"] and not summary["replaced"] and not summary["left"]
     (applied,) = editor.applied  # type: ignore[attr-defined]
     assert applied.label == "Headstart: Generate client (Python)"
-    expected = cli_output(spec, tmp_path / "cli")
+    expected = cli_output(spec, tmp_path / "cli", "client")
     assert tree_bytes(api / "generated" / "python") == expected
     assert list(expected) == [f"swagger_petstore_client/{name}" for name in CLIENT_FILES]
     shown = await wait_for_shown(editor, "4 created in generated/python")
@@ -371,6 +369,19 @@ async def test_generate_client_python_applies_the_files_the_cli_writes(
         f"{package.name}/notes.txt": b"kept\n",
     }
     await wait_for_shown(editor, "1 files there that it did not write were left")
+
+    # the server stub comes with the client it builds on, which is there already
+    summary = await generate(editor, uri, "server.python")
+    assert summary["applied"] and len(summary["unchanged"]) == 4 and not summary["replaced"]
+    assert tree_bytes(api / "generated" / "python") == {
+        **cli_output(spec, tmp_path / "cli-server", "server"),
+        f"{package.name}/notes.txt": b"kept\n",
+    }
+    assert any(
+        name.startswith("swagger_petstore_server/")
+        for name in tree_bytes(api / "generated" / "python")
+    )
+    await wait_for_shown(editor, "Generate server stub (Python): 6 created, 4 unchanged")
 
 
 async def test_swagger_2_is_not_supported_and_says_so(
