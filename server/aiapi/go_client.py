@@ -64,6 +64,15 @@ def generate_go(document: ContractDocument, out: Path) -> Path:
     return out
 
 
+def go_methods(document: ContractDocument) -> list[tuple[str, Operation]]:
+    """Each operation with the name of its method on Client."""
+    names = UniqueNames(RESERVED_METHODS)
+    return [
+        (names.claim(pascal("_".join(op.name_words), "Call"), ""), op)
+        for op in collect_operations(document)
+    ]
+
+
 class GoTemplate:
     def __init__(self, document: ContractDocument) -> None:
         self.document = document
@@ -200,11 +209,7 @@ class GoTemplate:
             from server.aiapi.python_client import _server_url
 
             base_url = _server_url(servers[0])
-        methods = UniqueNames(RESERVED_METHODS)
-        parts = [
-            self._operation(methods.claim(pascal("_".join(op.name_words), "Call"), ""), op)
-            for op in collect_operations(self.document)
-        ]
+        parts = [self._operation(name, op) for name, op in go_methods(self.document)]
         return (
             self.head()
             + f"package {self.package}\n\n"
@@ -243,21 +248,38 @@ class GoTemplate:
                 optional.append((param, kind))
                 continue
             if param.location == "path":
-                path_values[param.name] = f"url.PathEscape(fmt.Sprint({value}))"
+                path_values[param.name] = (
+                    f"pathList({value})"
+                    if kind.startswith("[]")
+                    else f"url.PathEscape(fmt.Sprint({value}))"
+                )
             else:
                 steps.append(self._send(param.location, param.name, value, kind))
         body_reader = "nil"
         content_type = '""'
         if op.body is not None:
-            kind = self.go_type(op.body.schema) if op.body.is_json else "[]byte"
+            multipart = op.body.is_form and "multipart" in (op.body.media_type or "").lower()
+            kind = (
+                self.go_type(op.body.schema)
+                if op.body.is_json
+                else "url.Values"
+                if op.body.is_form
+                else "[]byte"
+            )
             signature.append(f"body {kind}")
             content_type = _go_string(op.body.media_type or "")
-            if op.body.is_json:
+            if op.body.is_json or multipart:
+                # a multipart body's content type names the boundary its writer chose
+                encode = "jsonReader(body)" if op.body.is_json else "multipartReader(body)"
                 steps.append(
-                    "\treader, err := jsonReader(body)\n\tif err != nil {\n"
+                    f"\treader, err := {encode}\n\tif err != nil {{\n"
                     f"\t\treturn {self._zero(op)}err\n\t}}\n"
                 )
                 body_reader = "reader"
+                if multipart:
+                    body_reader, content_type = "reader", "reader.contentType"
+            elif op.body.is_form:
+                body_reader = "strings.NewReader(body.Encode())"
             else:
                 body_reader = "bytes.NewReader(body)"
         path = _route_expression(op.route, path_values)
@@ -363,6 +385,7 @@ CLIENT_PRELUDE = """import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -394,6 +417,43 @@ type APIError struct {
 
 func (e *APIError) Error() string {
 	return fmt.Sprintf("status %d: %s", e.StatusCode, e.Body)
+}
+
+// pathList is a list path parameter in the simple style: its items joined by commas.
+func pathList[T any](items []T) string {
+	parts := make([]string, len(items))
+	for i, item := range items {
+		parts[i] = url.PathEscape(fmt.Sprint(item))
+	}
+	return strings.Join(parts, ",")
+}
+
+func isJSON(contentType string) bool {
+	kind := strings.ToLower(strings.TrimSpace(strings.Split(contentType, ";")[0]))
+	return kind == "" || kind == "application/json" || strings.HasSuffix(kind, "+json")
+}
+
+// formBody is a multipart body and the content type that names its boundary.
+type formBody struct {
+	*bytes.Buffer
+	contentType string
+}
+
+// multipartReader writes form fields as multipart/form-data parts (text parts).
+func multipartReader(fields url.Values) (*formBody, error) {
+	var buffer bytes.Buffer
+	writer := multipart.NewWriter(&buffer)
+	for key, values := range fields {
+		for _, value := range values {
+			if err := writer.WriteField(key, value); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := writer.Close(); err != nil {
+		return nil, err
+	}
+	return &formBody{&buffer, writer.FormDataContentType()}, nil
 }
 
 func jsonReader(value any) (io.Reader, error) {
@@ -448,6 +508,11 @@ func (c *Client) do(
 	case *[]byte:
 		*into = data
 		return nil
+	case *string:
+		if !isJSON(response.Header.Get("Content-Type")) {
+			*into = string(data) // text, where the document allows any media type
+			return nil
+		}
 	}
 	if len(data) == 0 {
 		return nil

@@ -7,13 +7,14 @@ language failing never hides the others' results.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.aiapi.contract import ContractTestResult, run_contract_tests
+from server.aiapi.contract import CONTRACT_LANGUAGES, ContractSession, ContractTestResult
 from server.aiapi.document import ContractDocument
 from server.aiapi.go_client import generate_go
 from server.aiapi.python_client import generate_python
@@ -24,8 +25,8 @@ from server.aiapi.typescript_client import generate_typescript
 from server.aiapi.verify import CheckResult, check_go, check_python, check_typescript
 
 LANGUAGES = ("python", "typescript", "go")
-# Whose client the contract tests call so far (TypeScript and Go: a later slice).
-CONTRACT_TESTED = ("python",)
+# Whose client the contract tests call: all three, against one Prism per document.
+CONTRACT_TESTED = CONTRACT_LANGUAGES
 
 GENERATORS: dict[str, Callable[[ContractDocument, Path], Path]] = {
     "python": generate_python,
@@ -87,51 +88,71 @@ def generate_contract(
     client is always written: both build on it), checked with `verify` and served and run
     with `contract` (server/aiapi/scaffold.py)."""
     result = ContractResult(document, out)
-    for language in languages:
-        folder = out / language
-        if folder.exists():
-            shutil.rmtree(folder)
-        entry = LanguageResult(language)
-        result.languages.append(entry)
-        started = time.perf_counter()
-        try:
-            entry.folder = GENERATORS[language](document, folder)
-        except GeneratorError as exc:
-            entry.generate_error = str(exc)
-        except Exception as exc:  # a generator's crash is this language's failure, not ours
-            entry.generate_error = f"{language}: {type(exc).__name__}: {exc}"
-        entry.generate_seconds = time.perf_counter() - started
-        if progress is not None:
-            state = "failed" if entry.generate_error else f"{entry.generate_seconds:.1f} s"
-            progress(f"{language}: generated ({state})")
-        if verify and entry.folder is not None:
-            entry.check = CHECKERS[language](entry.folder, check_timeout_s)
-            if progress is not None:
-                verdict = "passed" if entry.check.ok else "FAILED"
-                progress(
-                    f"{language}: {entry.check.checker} {verdict} ({entry.check.seconds:.1f} s)"
-                )
-        if contract and language in CONTRACT_TESTED and entry.folder is not None:
-            try:
-                entry.contract = run_contract_tests(document, entry.folder, check_timeout_s)
-            except ToolMissing:
-                raise
-            except GeneratorError as exc:
-                entry.contract = ContractTestResult(False, 0.0, output=str(exc))
-            if progress is not None:
-                tested = entry.contract
-                verdict = "passed" if tested.ok else "FAILED"
-                counts = ", ".join(f"{n} {what}" for what, n in sorted(tested.outcomes.items()))
-                progress(
-                    f"{language}: contract tests against Prism {verdict} ({counts or 'no calls'};"
-                    f" {tested.seconds:.1f} s)"
-                )
-        if any(kind != "client" for kind in kinds):
-            result.scaffolds += generate_scaffolds(
-                document, out, language, kinds, verify=verify, run=contract,
-                timeout_s=check_timeout_s, progress=progress,
+    with ContractSession(document) as session:  # Prism starts at the first contract test
+        for language in languages:
+            _generate_language(
+                document, out, language, result, session, verify=verify, contract=contract,
+                check_timeout_s=check_timeout_s, progress=progress,
             )  # fmt: skip
+            if any(kind != "client" for kind in kinds):
+                result.scaffolds += generate_scaffolds(
+                    document, out, language, kinds, verify=verify, run=contract,
+                    timeout_s=check_timeout_s, progress=progress,
+                )  # fmt: skip
     return result
+
+
+def _generate_language(
+    document: ContractDocument,
+    out: Path,
+    language: str,
+    result: ContractResult,
+    session: ContractSession,
+    *,
+    verify: bool,
+    contract: bool,
+    check_timeout_s: float,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """One language of generate_contract: generate, check, call against the mock."""
+    folder = out / language
+    if folder.exists():
+        shutil.rmtree(folder)
+    entry = LanguageResult(language)
+    result.languages.append(entry)
+    started = time.perf_counter()
+    try:
+        entry.folder = GENERATORS[language](document, folder)
+    except GeneratorError as exc:
+        entry.generate_error = str(exc)
+    except Exception as exc:  # a generator's crash is this language's failure, not ours
+        entry.generate_error = f"{language}: {type(exc).__name__}: {exc}"
+    entry.generate_seconds = time.perf_counter() - started
+    if progress is not None:
+        state = "failed" if entry.generate_error else f"{entry.generate_seconds:.1f} s"
+        progress(f"{language}: generated ({state})")
+    if verify and entry.folder is not None:
+        entry.check = CHECKERS[language](entry.folder, check_timeout_s)
+        if progress is not None:
+            verdict = "passed" if entry.check.ok else "FAILED"
+            progress(f"{language}: {entry.check.checker} {verdict} ({entry.check.seconds:.1f} s)")
+    if contract and language in CONTRACT_TESTED and entry.folder is not None:
+        try:
+            entry.contract = session.test(language, entry.folder, check_timeout_s)
+        except ToolMissing:
+            raise
+        except GeneratorError as exc:
+            entry.contract = ContractTestResult(False, 0.0, output=str(exc))
+        except subprocess.TimeoutExpired:
+            entry.contract = ContractTestResult(False, check_timeout_s, output="timed out")
+        if progress is not None:
+            tested = entry.contract
+            verdict = "passed" if tested.ok else "FAILED"
+            counts = ", ".join(f"{n} {what}" for what, n in sorted(tested.outcomes.items()))
+            progress(
+                f"{language}: contract tests against Prism {verdict} ({counts or 'no calls'};"
+                f" {tested.seconds:.1f} s)"
+            )
 
 
 def write_zip(folder: Path, archive: Path) -> Path:

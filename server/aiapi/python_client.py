@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,11 @@ def _generate_models(document: ContractDocument) -> Any:
     flattened = _flatten_narrowing_all_of(document)
     data = flattened if flattened is not None else document.data
     if _has_nullable_false(data):
-        flattened = _without_nullable_false(data)
+        flattened = data = _without_nullable_false(data)
+    for transform in (_discriminators_for_subclasses, _without_typed_string_defaults):
+        changed = transform(data)
+        if changed is not None:
+            flattened = data = changed
     return generate(
         document.path if flattened is None else json.dumps(flattened),
         input_file_type=InputFileType.OpenAPI,
@@ -202,6 +207,119 @@ def _without_nullable_false(node: Any) -> Any:
     return node
 
 
+# String formats datamodel-code-generator reads into a type other than str
+TYPED_STRING_FORMATS = frozenset(
+    {
+        "date-time", "date", "time", "duration", "uuid", "uuid1", "uuid2", "uuid3", "uuid4",
+        "uuid5", "ipv4", "ipv6", "ipv4-network", "ipv6-network", "binary", "decimal",
+    }
+)  # fmt: skip
+
+
+def _without_typed_string_defaults(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Defaults datamodel-code-generator would write with the wrong type, dropped; None
+    when there are none. Without its default such a field is optional (None when absent).
+
+    - A string default where the format makes the field another type (a date-time, a
+      duration, a UUID): it writes the string itself (`endTime: AwareDatetime =
+      "9999-12-31T11:59:59Z"` in Azure's sql-jobs, a timedelta defaulting to "7.00:00:00"
+      in batchai), which mypy --strict rejects and which would stay a str at run time.
+    - The default of a component schema that is a bare boolean, number or string: a
+      property that `$ref`s it becomes that RootModel, defaulting to the bare value
+      (`ForceRestart_1: ForceRestart | None = False` in Azure's servicefabric)."""
+    found = False
+
+    def walk(node: Any) -> Any:
+        nonlocal found
+        if isinstance(node, dict):
+            copy = {k: walk(v) for k, v in node.items()}
+            if (
+                isinstance(node.get("format"), str)
+                and node["format"] in TYPED_STRING_FORMATS
+                and isinstance(node.get("default"), str)
+                and node.get("type") in ("string", None, ["string", "null"])
+            ):
+                del copy["default"]
+                found = True
+            return copy
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    copy = walk(data)
+    schemas = (copy.get("components") or {}).get("schemas")
+    for name, schema in list(schemas.items()) if isinstance(schemas, dict) else []:
+        if (
+            isinstance(schema, dict)
+            and "default" in schema
+            and schema.get("type") in ("boolean", "integer", "number", "string")
+            and not schema.get("enum")
+        ):
+            copy["components"]["schemas"][name] = {
+                k: v for k, v in schema.items() if k != "default"
+            }
+            found = True
+    return copy if found else None
+
+
+def _discriminators_for_subclasses(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Discriminated parents made readable by datamodel-code-generator; None when the
+    document has none to change.
+
+    Each subclass (an allOf of the parent) becomes a class whose discriminator field is a
+    `Literal` of its tag. Two things in Azure's documents break that: the tag is given as
+    `x-ms-discriminator-value` (the API sends "AKS" for the schema ManagedAKS), so the
+    parent gets the `mapping` the converted document lacks; and the parent's field is an
+    enum, which a `Literal` cannot override under mypy --strict, so the parent's field
+    becomes a plain string (the subclasses still say which values they take)."""
+    schemas = (data.get("components") or {}).get("schemas")
+    if not isinstance(schemas, dict):
+        return None
+    prefix = "#/components/schemas/"
+    children: dict[str, list[str]] = {}
+    for name, schema in schemas.items():
+        for part in (schema.get("allOf") if isinstance(schema, dict) else None) or []:
+            ref = part.get("$ref") if isinstance(part, dict) else None
+            if isinstance(ref, str) and ref.startswith(prefix):
+                children.setdefault(ref[len(prefix) :], []).append(name)
+    changed: dict[str, Any] = {}
+    for name, schema in schemas.items():
+        if not isinstance(schema, dict) or not isinstance(schema.get("discriminator"), dict):
+            continue
+        discriminator = dict(schema["discriminator"])
+        field_name = discriminator.get("propertyName")
+        properties = schema.get("properties")
+        if not isinstance(field_name, str) or not children.get(name):
+            continue
+        copy = dict(schema)
+        if not discriminator.get("mapping"):
+            tagged = {
+                str(schemas[child].get("x-ms-discriminator-value", child)): prefix + child
+                for child in children[name]
+                if isinstance(schemas[child], dict)
+            }
+            if any("x-ms-discriminator-value" in schemas[child] for child in children[name]):
+                discriminator["mapping"] = tagged
+                copy["discriminator"] = discriminator
+        if isinstance(properties, dict) and isinstance(properties.get(field_name), dict):
+            field = properties[field_name]
+            target = field
+            if isinstance(field.get("$ref"), str) and field["$ref"].startswith(prefix):
+                target = schemas.get(field["$ref"][len(prefix) :]) or {}
+            if isinstance(target, dict) and target.get("enum"):
+                text: dict[str, Any] = {"type": "string"}
+                if "description" in field or "description" in target:
+                    text["description"] = field.get("description") or target.get("description")
+                copy["properties"] = {**properties, field_name: text}
+        if copy != schema:
+            changed[name] = copy
+    if not changed:
+        return None
+    components = dict(data["components"])
+    components["schemas"] = {**schemas, **changed}
+    return {**data, "components": components}
+
+
 def _top_level_names(source: str) -> set[str]:
     names = set()
     for node in ast.parse(source).body:
@@ -234,6 +352,12 @@ class PythonClientTemplate:
     def __init__(self, document: ContractDocument, model_names: set[str]) -> None:
         self.document = document
         self.model_names = model_names
+        # class names two schemas could both claim ("Endpoint-get-users" and
+        # "Endpoint-get-users--" in daniweb's document): datamodel-code-generator gives one
+        # of them a suffix, so neither name says which schema it is
+        schemas = (document.data.get("components") or {}).get("schemas") or {}
+        claims = Counter(candidate for name in schemas for candidate in {name, pascal(name)})
+        self.ambiguous = {candidate for candidate, count in claims.items() if count > 1}
 
     def type_of(self, schema: Any, depth: int = 0) -> str:
         """The Python type a schema's values validate into (Any where it cannot tell)."""
@@ -242,7 +366,11 @@ class PythonClientTemplate:
         name = component_schema_name(schema)
         if name is not None:
             for candidate in (name, pascal(name)):
-                if candidate in self.model_names and candidate.isidentifier():
+                if (
+                    candidate in self.model_names
+                    and candidate.isidentifier()
+                    and candidate not in self.ambiguous
+                ):
                     return f"models.{candidate}"
         if "$ref" in schema:
             return self.type_of(self.document.resolve(schema), depth + 1)
@@ -299,7 +427,13 @@ DEFAULT_BASE_URL = {base_url!r}
 
 
 def _path(value: Any) -> str:
-    return quote(str(_plain(value)), safe="")
+    """A path parameter's text; a list as its items joined by commas (the simple style)."""
+    plain = _plain(value)
+    if isinstance(plain, bool):
+        plain = "true" if plain else "false"
+    if isinstance(plain, list):
+        return ",".join(quote(str(item), safe="") for item in plain)
+    return quote(str(plain), safe="")
 
 
 def _plain(value: Any) -> Any:
@@ -322,14 +456,28 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
 def _multipart(values: dict[str, Any] | None) -> dict[str, Any]:
     """Form fields as multipart parts: bytes as files, everything else as text."""
     return {{
-        key: (key, value) if isinstance(value, bytes) else (None, str(_plain(value)))
+        key: (key, value) if isinstance(value, bytes) else (None, _text(value))
         for key, value in (values or {{}}).items()
         if value is not None
     }}
 
 
+def _text(value: Any) -> str:
+    """A form field or header as text: booleans as JSON writes them."""
+    plain = _plain(value)
+    if isinstance(plain, bool):
+        return "true" if plain else "false"
+    return str(plain)
+
+
 def _text_headers(values: dict[str, Any]) -> dict[str, str]:
-    return {{key: str(value) for key, value in _given(values).items()}}
+    return {{key: _text(value) for key, value in _given(values).items()}}
+
+
+def _json_answer(response: httpx.Response) -> bool:
+    """Whether an answer the document lets be any media type (*/*) came as JSON."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return not kind or kind == "application/json" or kind.endswith("+json")
 
 
 class Client:
@@ -474,6 +622,16 @@ class AsyncClient:
         if not op.result.is_json:
             return "bytes", "return response.content"
         kind = self.type_of(op.result.schema)
+        if (op.result.media_type or "").split(";")[0].strip() == "*/*":
+            # any media type: JSON when the answer says it is, else the text as it came
+            if kind == "Any":
+                return "Any", "return response.json() if _json_answer(response) else response.text"
+            return kind, (
+                f"adapter: pydantic.TypeAdapter[{kind}] = pydantic.TypeAdapter({kind})\n"
+                "        if _json_answer(response):\n"
+                "            return adapter.validate_json(response.content)\n"
+                "        return adapter.validate_python(response.text)"
+            )
         if kind == "Any":
             return "Any", "return response.json()"
         return kind, (
