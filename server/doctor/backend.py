@@ -8,7 +8,6 @@ wider than a keystroke's: a CPU backend takes about a second a token.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
@@ -107,7 +106,7 @@ async def _served_model(
         return Check("backend", "FAIL", f"{where}: {exc}", fix=_fix_for(exc, settings)), None
     engine = engine_of(model.owned_by)
     what = TITLES[engine] if engine else f"an OpenAI-compatible server ({model.owned_by!r})"
-    window = f", a {model.max_model_len:,}-token window" if model.max_model_len else ""
+    window = f" (window {model.max_model_len:,} tokens)" if model.max_model_len else ""
     served = ", ".join(m.id for m in models)
     if settings.backend.model and all(m.id != settings.backend.model for m in models):
         return (
@@ -143,9 +142,8 @@ async def _round_trip(backend: CompletionBackend) -> Check:
     request = CompletionRequest(prompt=PROBE_PROMPT, max_tokens=PROBE_TOKENS)
     text = ""
     try:
-        with contextlib.suppress(StopAsyncIteration):
-            async for piece in backend.stream(request, stats):
-                text += piece
+        async for piece in backend.stream(request, stats):
+            text += piece
     except BackendRefused as exc:
         return Check("completion", "FAIL", f"the backend refused a completion: {exc}")
     except BackendError as exc:
