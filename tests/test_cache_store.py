@@ -4,7 +4,6 @@ two processes writing at once. Also the fingerprint helpers the warm start relie
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import pickle
@@ -65,9 +64,20 @@ def discard_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-def raw_cache(store_dir: Path) -> diskcache.Cache:
+def raw_cache(store_dir: Path, disk: type[diskcache.Disk] = diskcache.Disk) -> diskcache.Cache:
     """The store as plain diskcache, to damage it the way other programs could."""
-    return diskcache.Cache(str(store_dir), eviction_policy="none")
+    return diskcache.Cache(str(store_dir), eviction_policy="none", disk=disk)
+
+
+A_BUCKET = store_module._bucket_key("a.py")
+"""The entry that holds the record of a.py (with those of other paths of its hash)."""
+
+
+def plant_bucket(store_dir: Path, bucket: object) -> None:
+    """A well-checksummed pickle of `bucket` where a.py's record is."""
+    payload = pickle.dumps(bucket, protocol=5)
+    with raw_cache(store_dir) as cache:
+        cache.set(A_BUCKET, xxhash.xxh3_64_digest(payload) + payload)
 
 
 def test_round_trip_upsert_and_delete(workspace: Path, cache_root: Path) -> None:
@@ -100,6 +110,24 @@ def test_outlines_are_kept_apart_under_the_digest_they_were_made_from(
         store.save({}, removed=["a.py"])
         assert store.load_outline("a.py", a.digest) is None
         assert store.load() == {"b.py": b}
+
+
+def test_records_sharing_buckets_are_saved_and_removed_apart(
+    workspace: Path, cache_root: Path
+) -> None:
+    records = {r.path: r for r in (record(f"pkg/m{i}.py", i) for i in range(2_000))}
+    with ProjectStore(workspace, cache_root) as store:
+        store.save(records)
+        removed = [path for i, path in enumerate(records) if i % 3 == 0]
+        changed = {path: record(path, 7) for i, path in enumerate(records) if i % 3 == 1}
+        store.save(changed, removed=removed)
+    expected = {**records, **changed}
+    for path in removed:
+        del expected[path]
+    with ProjectStore(workspace, cache_root) as store:
+        assert store.load() == expected
+        store.save({}, removed=list(expected))
+        assert store.load() == {}
 
 
 def test_save_rejects_a_record_under_another_path(workspace: Path, cache_root: Path) -> None:
@@ -200,9 +228,9 @@ def test_a_damaged_record_is_detected_by_its_checksum(
 ) -> None:
     def flip_a_byte(store_dir: Path) -> None:
         with raw_cache(store_dir) as cache:
-            blob = bytearray(cache.get("file:a.py"))
+            blob = bytearray(cache.get(A_BUCKET))
             blob[-5] ^= 0xFF
-            cache.set("file:a.py", bytes(blob))
+            cache.set(A_BUCKET, bytes(blob))
 
     store, warnings = reopened_after(workspace, cache_root, caplog, flip_a_byte)
     assert len(warnings) == 1
@@ -227,12 +255,11 @@ def test_hostile_pickles_are_never_unpickled(
     marker = tmp_path / "unpickled"
 
     def plant(store_dir: Path) -> None:
-        with raw_cache(store_dir) as cache:
-            if form == "pickled by diskcache":
-                cache.set("file:a.py", _Trap(marker))
-            else:
-                payload = pickle.dumps(_Trap(marker))
-                cache.set("file:a.py", xxhash.xxh3_64_digest(payload) + payload)
+        if form == "pickled by diskcache":
+            with raw_cache(store_dir) as cache:
+                cache.set(A_BUCKET, _Trap(marker))
+        else:
+            plant_bucket(store_dir, {"a.py": _Trap(marker)})
 
     store, warnings = reopened_after(workspace, cache_root, caplog, plant)
     assert not marker.exists()
@@ -243,20 +270,18 @@ def test_hostile_pickles_are_never_unpickled(
 @pytest.mark.parametrize(
     "state",
     [
-        ("python", 1, 2, "digest", ("a.py",), (("os", ()),)),  # a field short
-        ("python", 1, 2, "digest", ("a.py",), (("os", ["not", "a tuple"]),), ""),
-        ("python", "1", 2, "digest", (), (), ""),
+        ("python", 1, 2, "digest", ("a.py",), (("os", ()),), ""),  # a field short
+        ("python", 1, 2, "digest", ("a.py",), (("os", ["not", "a tuple"]),), "", ()),
+        ("python", "1", 2, "digest", (), (), "", ()),
+        ("python", 1, 2, "digest", (), (), "", ((1, 2),)),  # a secret's span short
     ],
 )
 def test_a_record_unpickling_into_something_else_is_discarded(
     workspace: Path, cache_root: Path, caplog: pytest.LogCaptureFixture, state: tuple[object, ...]
 ) -> None:
-    def wrong_record(store_dir: Path) -> None:
-        payload = pickle.dumps(state, protocol=5)
-        with raw_cache(store_dir) as cache:
-            cache.set("file:a.py", xxhash.xxh3_64_digest(payload) + payload)
-
-    store, warnings = reopened_after(workspace, cache_root, caplog, wrong_record)
+    store, warnings = reopened_after(
+        workspace, cache_root, caplog, lambda store_dir: plant_bucket(store_dir, {"a.py": state})
+    )
     assert len(warnings) == 1
     assert "is not a record" in warnings[0]
     assert_rebuilt(store)
@@ -268,15 +293,12 @@ def test_a_record_naming_a_class_is_discarded(
     """Records are plain tuples: even the model's own classes are refused in one."""
 
     def a_class(store_dir: Path) -> None:
-        buffer = io.BytesIO()
-        store_module._RecordPickler(buffer, protocol=5).dump(OUTLINE)
-        payload = buffer.getvalue()
-        with raw_cache(store_dir) as cache:
-            cache.set("file:a.py", xxhash.xxh3_64_digest(payload) + payload)
+        with raw_cache(store_dir, disk=store_module._EntryDisk) as cache:
+            cache.set(A_BUCKET, {"a.py": ("python", 1, 2, "digest", (OUTLINE,), (), "", ())})
 
     store, warnings = reopened_after(workspace, cache_root, caplog, a_class)
     assert len(warnings) == 1
-    assert "refers to cache.model.Outline" in warnings[0]
+    assert "is not a record" in warnings[0]
     assert_rebuilt(store)
 
 
@@ -443,4 +465,6 @@ def test_stores_of_older_schemas_are_removed(
         store.save({"a.py": record("a.py")})
     assert not older.exists()
     assert newer.exists() and other_root.exists()  # a newer server's, another root's
-    assert len(discard_warnings(caplog)) == 1
+    (warning,) = discard_warnings(caplog)
+    assert f"{older} of an older schema (v{SCHEMA_VERSION - 1})" in warning
+    assert "indexed again" in warning
