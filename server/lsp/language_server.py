@@ -58,6 +58,7 @@ from server.lsp.documents import Synced
 from server.lsp.local_backend import LocalBackend
 from server.lsp.logs import configure_logging
 from server.lsp.protocol import COMPLETION_REPORT, STATUS, HeadstartProtocol
+from server.lsp.pygls_patches import require_tested_pygls
 from server.workspace.privacy import private_reason
 from server.workspace.project import ProjectCache
 from server.workspace.sync import WorkspaceSync
@@ -77,6 +78,7 @@ class HeadstartServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("headstart", __version__, protocol_cls=HeadstartProtocol)
+        require_tested_pygls(self)
         self.init_options: dict[str, Any] = {}
         self.client_name: str | None = None
         self.stdin_read_by: str | None = None
