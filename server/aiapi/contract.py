@@ -67,6 +67,11 @@ STRING_FORMATS = {
     "ipv4": "192.0.2.1",
     "ipv6": "2001:db8::1",
     "byte": "YWJj",
+    "duration": "PT1H",
+    "uri-reference": "/a",
+    "idn-hostname": "example.com",
+    "idn-email": "someone@example.com",
+    "json-pointer": "/a",
 }
 
 
