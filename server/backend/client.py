@@ -19,6 +19,7 @@ from enum import IntEnum
 from typing import Any
 
 import httpx
+import orjson
 import xxhash
 
 from server import tracing
@@ -35,7 +36,15 @@ JSON = {"Content-Type": "application/json"}
 
 def json_body(body: dict[str, Any]) -> bytes:
     """`body` as UTF-8 JSON, a lone surrogate (half of an emoji, which an editor may hold in
-    a document) sent as U+FFFD: httpx's encoder fails the whole request on one."""
+    a document) sent as U+FFFD: httpx's encoder fails the whole request on one.
+
+    orjson first: a keystroke's body of 4k token ids takes it 0.04 ms at p50 and 0.06 at
+    p99, against json's 0.33 and 4.6 (benchmarks/json_encode_bench.py). It refuses a
+    lone surrogate, which json then encodes and the replacement below repairs."""
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        pass
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         return text.encode("utf-8")
