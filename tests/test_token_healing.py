@@ -32,14 +32,19 @@ async def healed_completion(
     """`first_completion` with StarCoder2's template, the lineStart layout and healing on,
     the backend serving a model with the tokenizer `served` and answering `answer`."""
     backend.script([], default_text=answer, tokenizer=served)
-    settings = fast_settings(
+    settings = healing_settings(backend, served)
+    return await first_completion(client, backend, workspace, settings, typed)
+
+
+def healing_settings(backend: FakeBackend, served: Path) -> dict[str, object]:
+    """StarCoder2's template with the served model's tokenizer, lineStart and healing on."""
+    return fast_settings(
         backend.url,
         template="starcoder2",
         tokenizer=str(served),
         promptLayout="lineStart",
         tokenHealing=True,
     )
-    return await first_completion(client, backend, workspace, settings, typed)
 
 
 @pytest.mark.parametrize(
@@ -101,14 +106,7 @@ async def test_a_backend_refusing_the_grammar_heals_with_the_regex(
         tokenizer=served,
         refuse_fields=["structured_outputs.grammar"],
     )
-    settings = fast_settings(
-        fake.url,
-        template="starcoder2",
-        tokenizer=str(served),
-        promptLayout="lineStart",
-        tokenHealing=True,
-    )
-    await start_session(fresh, "vscode", workspace, settings)
+    await start_session(fresh, "vscode", workspace, healing_settings(fake, served))
     text, position = cursor_at(TYPED_SUM)
     uri = open_document(fresh, workspace / "total.py", text)
 
