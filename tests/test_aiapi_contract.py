@@ -547,3 +547,94 @@ def test_three_clients_pass_against_prism_where_its_answers_break_the_schema(
         assert notes[language]["answered instead with an example built from the schema"] == 1
     sdk = (tmp_path / "out" / "typescript" / "src" / "sdk.gen.ts").read_text()
     assert "responseValidator" in sdk and "requestValidator" not in sdk
+
+
+# --- the TypeScript client ----------------------------------------------------------------
+
+# amazonaws.com/location's RefererPattern (a PCRE `\x{60}`: tsc, "Hexadecimal digit
+# expected"), github.ae's `is_alphanumeric` (a boolean defaulting to the string "true":
+# TS2769), codat.io's `$ref`s into another schema's allOf and properties (openapi-ts:
+# "Symbol finalName has not been resolved yet"), vtex.local's required Content-Type header
+# on a GET (Prism demanded it; fetch drops it from a request without a body).
+TYPESCRIPT_EXTRACT = {
+    "paths": {
+        "/profiles/{profileId}": {"get": {
+            "operationId": "GetProfile",
+            "parameters": [
+                {"name": "Content-Type", "in": "header", "required": True,
+                 "schema": {"type": "string", "example": "application/json"}},
+                {"name": "profileId", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/Transaction"}}}}},
+        }},
+        # vtex.local's UpdateClientAddress: three properties `$ref` address's countryName
+        "/profiles/{profileId}/addresses/{addressId}": {"patch": {
+            "operationId": "UpdateClientAddress",
+            "parameters": [
+                {"name": "profileId", "in": "path", "required": True, "schema": {"type": "string"}},
+                {"name": "addressId", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "requestBody": {"content": {"application/json": {"schema": {
+                "type": "object", "properties": {
+                "countryName": {"$ref": "#/components/schemas/address/properties/countryName"},
+                "route": {"$ref": "#/components/schemas/address/properties/countryName"},
+                "streetNumber": {"$ref": "#/components/schemas/address/properties/countryName"},
+                "postalCode": {"$ref": "#/components/schemas/address/properties/postalCode"},
+            }}}}},
+            "responses": {"200": {"description": "OK", "content": {"application/json": {
+                "schema": {"type": "object"}}}}},
+        }},
+        "/repos/{owner}/autolinks": {"post": {
+            "operationId": "repos/create-autolink",
+            "parameters": [{"name": "owner", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["key_prefix"],
+                "properties": {
+                    "key_prefix": {"type": "string"},
+                    "is_alphanumeric": {"type": "boolean", "default": "true"},
+                    "referer": {"type": "string", "pattern":
+                        "^([$\\-._+!*\\x{60}(),;/?:@=&\\w]|%([0-9a-fA-F?]{2}))+$"},
+                },
+            }}}},
+            "responses": {"201": {"description": "created"}},
+        }},
+    },
+    "components": {"schemas": {
+        "address": {"type": "object", "required": ["postalCode", "countryName"], "properties": {
+            "countryName": {"type": "string", "example": "Brasil"},
+            "postalCode": {"type": "string", "example": "20200-000"},
+        }},
+        "Order": {"allOf": [{"type": "object", "properties": {"id": {"type": "string"}}}]},
+        "Transaction": {"allOf": [
+            {"$ref": "#/components/schemas/Order/allOf/0"},
+            {"type": "object", "properties": {
+                "currency": {"type": "string", "format": "ISO4217"},
+                "price": {"$ref": "#/components/schemas/Transaction/allOf/1/properties/currency"},
+            }},
+        ]},
+    }},
+}  # fmt: skip
+
+
+@pytest.mark.timeout(900)
+def test_typescript_client_of_documents_openapi_ts_or_tsc_stopped_on(tmp_path: Path) -> None:
+    modules = TOOLS / "aiapi-node" / "node_modules" / ".bin"
+    require(
+        ("node", bool(shutil.which("node"))),
+        ("openapi-ts", (modules / "openapi-ts").exists()),
+        ("prism", (TOOLS / "aiapi-mock" / "node_modules" / ".bin" / "prism").exists()),
+    )
+    document = load(tmp_path, TYPESCRIPT_EXTRACT, "extract.json")
+    result = generate_contract(
+        document, tmp_path / "out", ("typescript",), verify=True, contract=True
+    )
+    (entry,) = result.languages
+    assert entry.generate_error is None, entry.generate_error
+    assert entry.check is not None and entry.check.ok, entry.check.output
+    assert entry.contract is not None and entry.contract.ok, entry.contract.output
+    assert entry.contract.outcomes == {"ok": 3}
+    zod = (tmp_path / "out" / "typescript" / "src" / "zod.gen.ts").read_text()
+    assert "\\x60" in zod and "x{60}" not in zod
+    assert 'default("true")' not in zod

@@ -53,7 +53,7 @@ PRISM_SEED = "38"
 MAX_MOCK_RESTARTS = 5
 # Headers an HTTP library sends on its own (Node's fetch: `accept-language: *`): an optional
 # header parameter of that name is given a value, or the library's would be judged
-LIBRARY_HEADERS = frozenset({"accept", "accept-language", "accept-encoding", "user-agent"})
+LIBRARY_HEADERS = frozenset({"accept-language", "accept-encoding", "user-agent"})
 
 STRING_FORMATS = {
     "date-time": "2024-01-02T03:04:05Z",
@@ -833,6 +833,8 @@ def mocked_document(
     - without the response headers that describe the transport rather than the API
       (notion.com's, recorded from real traffic, declare `Content-Encoding: gzip`, which
       Prism would send over a plain body, so no client could read an answer);
+    - without header parameters named Accept, Content-Type or Authorization, which OpenAPI
+      says to ignore and Prism would demand;
     - answering with the given examples (built from the schema) where Prism's own answer
       breaks the document's schema."""
     found = False
@@ -852,6 +854,13 @@ def mocked_document(
     if _external_refs(document.data):  # a copy elsewhere would lose them
         return document.path.resolve()
     copy = walk(document.data)
+    for item in (copy.get("paths") or {}).values():
+        for holder in [item, *(v for v in item.values() if isinstance(v, dict))]:
+            parameters = holder.get("parameters") if isinstance(holder, dict) else None
+            if isinstance(parameters, list):
+                kept = [p for p in parameters if not _ignored_header(document, p)]
+                found = found or len(kept) != len(parameters)
+                holder["parameters"] = kept
     for (route, method, code, media_type), example in (repairs or {}).items():
         try:
             operation = copy["paths"][route][method]
@@ -869,6 +878,22 @@ def mocked_document(
     target = scratch / f"mocked-document-{len(repairs or {})}.json"
     target.write_text(json.dumps(copy), encoding="utf-8")
     return target
+
+
+# "If in is header and the name is Accept, Content-Type or Authorization, the parameter
+# definition SHALL be ignored" (OpenAPI 3.0.3, Parameter Object); Prism requires them
+IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+
+
+def _ignored_header(document: ContractDocument, parameter: Any) -> bool:
+    """vtex.local's documents declare a required Content-Type header on GETs, which Prism
+    then demands, and which a fetch client drops from a request without a body."""
+    resolved = document.resolve(parameter)
+    return (
+        isinstance(resolved, dict)
+        and resolved.get("in") == "header"
+        and str(resolved.get("name", "")).lower() in IGNORED_HEADERS
+    )
 
 
 def _external_refs(node: Any) -> list[str]:

@@ -49,12 +49,18 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
         source_document = document.path.resolve()
         patterns = _patterns(document.data, set())
         unusable = _unusable_patterns(patterns) if patterns else set()
-        if unusable or any(_CONTROL_ESCAPE.search(p) for p in patterns):
+        if (
+            unusable
+            or any(_js_pattern(p) != p for p in patterns)
+            or _has_default_of_another_type(document.data)
+            or _deep_refs(document.data)
+        ):
             # a copy beside nothing: external $refs of such a document would not resolve
             source_document = Path(scratch) / "document.json"
-            source_document.write_text(
-                json.dumps(_rewrite_patterns(document.data, unusable)), encoding="utf-8"
-            )
+            copy = _rewrite_patterns(document.data, unusable)
+            if _deep_refs(copy):
+                copy = _inline_deep_refs(copy, copy, ())
+            source_document.write_text(json.dumps(copy), encoding="utf-8")
         settings = {
             "input": str(source_document),
             "output": {"path": str(source.resolve())},
@@ -111,12 +117,24 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
 
 
 _CONTROL_ESCAPE = re.compile(r"\\u00([01][0-9A-Fa-f])")
+_BRACED_HEX = re.compile(r"\\x\{([0-9A-Fa-f]{1,2})\}")
+
+
+def _js_pattern(pattern: str) -> str:
+    """A pattern as a JavaScript regex literal can carry it: `\\u0009` as `\\x09` (see
+    _rewrite_patterns) and the PCRE/Java `\\x{60}` as `\\x60` (AWS location's RefererPattern:
+    tsc rejects `\\x{` in a literal, and without the u flag JavaScript would read it as the
+    letters x{60})."""
+    pattern = _CONTROL_ESCAPE.sub(r"\\x\1", pattern)
+    return _BRACED_HEX.sub(lambda m: "\\x" + m.group(1).zfill(2), pattern)
+
 
 # Each pattern as openapi-ts writes it: the u flag when it has \p{...}; those JavaScript
 # cannot compile (Java's \p{XDigit} or \p{Graph} in AWS's documents) are printed.
 _CHECK_PATTERNS = """
 const patterns = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const bad = patterns.filter((p) => {
+  if (/\\\\x\\{/.test(p)) return true; // a braced hex escape: a literal rejects it
   try { new RegExp(p, /\\\\[pP]\\{/.test(p) ? "u" : ""); return false; } catch { return true; }
 });
 process.stdout.write(JSON.stringify(bad));
@@ -136,7 +154,7 @@ def _patterns(node: Any, found: set[str]) -> set[str]:
 
 
 def _unusable_patterns(patterns: set[str]) -> set[str]:
-    escaped = sorted(_CONTROL_ESCAPE.sub(r"\\x\1", p) for p in patterns)
+    escaped = sorted(_js_pattern(p) for p in patterns)
     done = subprocess.run(
         ["node", "-e", _CHECK_PATTERNS],
         input=json.dumps(escaped),
@@ -157,15 +175,92 @@ def _rewrite_patterns(node: Any, unusable: set[str]) -> Any:
     if isinstance(node, dict):
         copy = {k: _rewrite_patterns(v, unusable) for k, v in node.items()}
         if isinstance(node.get("pattern"), str):
-            pattern = _CONTROL_ESCAPE.sub(r"\\x\1", node["pattern"])
+            pattern = _js_pattern(node["pattern"])
             if pattern in unusable:
                 del copy["pattern"]
             else:
                 copy["pattern"] = pattern
+        if _default_of_another_type(node):
+            del copy["default"]
         return copy
     if isinstance(node, list):
         return [_rewrite_patterns(v, unusable) for v in node]
     return node
+
+
+_SCHEMAS = "#/components/schemas/"
+
+
+def _deep_refs(node: Any) -> bool:
+    """Whether a `$ref` points inside a component schema (`#/components/schemas/Order/allOf/0`
+    in codat.io's documents, a property of `address` in vtex.local's)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_SCHEMAS) and "/" in ref[len(_SCHEMAS) :]:
+            return True
+        return any(_deep_refs(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_deep_refs(v) for v in node)
+    return False
+
+
+def _inline_deep_refs(node: Any, root: dict[str, Any], inlining: tuple[str, ...]) -> Any:
+    """Such `$ref`s replaced by what they point at: openapi-ts 0.95 stops on them ("Symbol
+    finalName has not been resolved yet"). A reference to itself is left as it was."""
+    if isinstance(node, list):
+        return [_inline_deep_refs(v, root, inlining) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if (
+        isinstance(ref, str)
+        and ref.startswith(_SCHEMAS)
+        and "/" in ref[len(_SCHEMAS) :]
+        and ref not in inlining
+    ):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            elif isinstance(target, dict) and part in target:
+                target = target[part]
+            else:
+                return node  # unresolvable: openapi-ts says so itself
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        inlined = _inline_deep_refs(target, root, (*inlining, ref))
+        return {**inlined, **siblings} if isinstance(inlined, dict) else inlined
+    return {k: _inline_deep_refs(v, root, inlining) for k, v in node.items()}
+
+
+_JSON_TYPES: dict[str, Any] = {
+    "boolean": bool, "string": str, "integer": int, "number": int | float,
+    "array": list, "object": dict,
+}  # fmt: skip
+
+
+def _default_of_another_type(node: dict[str, Any]) -> bool:
+    """A default the schema's own type rules out (GitHub AE's `is_alphanumeric`, a boolean
+    defaulting to the string "true"): openapi-ts would write `z.boolean().default("true")`,
+    which tsc rejects. Left out of the copy openapi-ts reads."""
+    kind, default = node.get("type"), node.get("default")
+    if not isinstance(kind, str) or kind not in _JSON_TYPES or "default" not in node:
+        return False
+    if default is None:
+        return False  # null: nullable's business
+    if isinstance(default, bool) and kind in ("integer", "number"):
+        return True
+    return not isinstance(default, _JSON_TYPES[kind])
+
+
+def _has_default_of_another_type(node: Any) -> bool:
+    if isinstance(node, dict):
+        return _default_of_another_type(node) or any(
+            _has_default_of_another_type(v) for v in node.values()
+        )
+    if isinstance(node, list):
+        return any(_has_default_of_another_type(v) for v in node)
+    return False
 
 
 def _package_name(document: ContractDocument) -> str:
