@@ -106,6 +106,11 @@ def lines_worth_typing(root: Path, languages: frozenset[str] | None = None) -> l
     return found
 
 
+def user_seed(seed: int, user: int) -> int:
+    """The seed of one user's session in a run of `seed`: each user types its own."""
+    return seed * 100_003 + user
+
+
 class TypingSession:
     """One user's endless sequence of lines to type and the gaps between their keys."""
 
