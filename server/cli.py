@@ -129,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         "--speed", type=float, default=1.0, help="typing speed factor (2 = twice as fast)"
     )
     bench_run.add_argument(
+        "--profile",
+        choices=["typist", "developer"],
+        default="typist",
+        help="typist: type without pause (the stress figure, default); developer: bursts, "
+        "pauses to read, moves within a file, Tab acceptances, from published studies "
+        "(docs/bench.md)",
+    )
+    bench_run.add_argument(
         "--lines-per-visit",
         type=int,
         default=0,
@@ -303,6 +311,13 @@ def bench_command(args: argparse.Namespace) -> int:
     if bool(args.replay) != bool(replay_users) or min(replay_users, default=1) < 1:
         print("headstart bench run: --replay and --replay-users (≥ 1) go together", file=sys.stderr)
         return 2
+    if args.profile == "developer" and (args.speed != 1.0 or args.lines_per_visit):
+        print(
+            "headstart bench run: --speed and --lines-per-visit are the typist's; the "
+            "developer profile's numbers are fixed (server/bench/profiles.py)",
+            file=sys.stderr,
+        )
+        return 2
     from server.config import SettingsError, load_settings
 
     try:
@@ -322,6 +337,7 @@ def bench_command(args: argparse.Namespace) -> int:
         seed=args.seed,
         speed=args.speed,
         lines_per_visit=args.lines_per_visit,
+        profile=args.profile,
         floor_prompts=args.floor_prompts,
         workers=args.workers,
         languages=args.languages.split(",") if args.languages else None,

@@ -43,6 +43,7 @@ import httpx
 
 from server.backend.local_vllm import served_models
 from server.bench.engine_metrics import NAMES, MetricNames, engine_at
+from server.bench.profiles import DeveloperProfile
 from server.bench.replay import THROTTLE_MS, ReplayError, load_traces
 from server.bench.stats import (
     cdf,
@@ -85,6 +86,10 @@ class BenchOptions:
     lines_per_visit: int = 0
     """Lines each user types in a file before going to another (`TypingSession`); 0: a
     run of 1-4 lines, then anywhere in the workspace."""
+    profile: str = "typist"
+    """"typist": type without pause (the stress figure); "developer": the published
+    activity profile (`server.bench.profiles.DeveloperProfile`; speed and lines per visit
+    do not apply to it)."""
     floor_prompts: int = 200
     workers: int | None = None
     languages: list[str] | None = None
@@ -250,6 +255,7 @@ class Bench:
             "languages": sorted(options.languages) if options.languages else None,
             "seed": options.seed,
             "linesPerVisit": options.lines_per_visit,
+            "profile": options.profile,
         }
 
     async def _start_workers(self, config_path: Path, env: dict[str, str], most: int) -> None:
@@ -482,6 +488,10 @@ class Bench:
             "settings": options.settings,
             "typingSpeed": options.speed,
             "linesPerVisit": options.lines_per_visit,
+            "profile": options.profile,
+            "developerProfile": (
+                dataclasses.asdict(DeveloperProfile()) if options.profile == "developer" else None
+            ),
             "stepSeconds": options.step_s,
             "workers": len(self.workers),
             "replayDrivers": len(self.replay_drivers),
@@ -605,7 +615,7 @@ def report(results: dict[str, Any]) -> str:
         f"headstart bench: {results['backend']['model']} at {results['backend']['url']} "
         f"({results['backend'].get('engine', 'vllm')}); "
         f"{results['machine']['cpus']} CPUs; {results['stepSeconds']:.0f} s a step; "
-        f"{results['workers']} driver processes",
+        f"{results['workers']} driver processes; {results.get('profile', 'typist')} users",
         f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "
         f"{'model p50':>9} {'p99':>7} {'cache':>6} {'joined':>6} {'prefix':>7} {'POST/s':>6} "
         f"{'gen tok/s':>9} "
@@ -635,6 +645,8 @@ def report(results: dict[str, Any]) -> str:
         )
         if step.get("modelRequestsByModeMs"):
             out.append(_modes_row(step["modelRequestsByModeMs"]))
+        if step.get("edits"):
+            out.append(_developer_row(step))
         if vllm.get("draftAcceptedShare") is not None:
             out.append(
                 f"{'':>5} speculative decoding: {vllm['draftAcceptedShare']:.0%} of "
@@ -671,6 +683,16 @@ def _replay_row(users: int, replay: dict[str, Any]) -> str:
         f"of keystrokes ({replay.get('throttled', 0)} prefetches not sent), "
         f"send lag p99 {_ms(lag['p99']).strip()} ms, drivers' cores "
         + ", ".join(f"{cores:.2f}" if cores is not None else "-" for cores in replay["driverCores"])
+    )
+
+
+def _developer_row(step: dict[str, Any]) -> str:
+    """A developer step's activity, under its row: what the profile made the users do."""
+    shown, accepted = step.get("shown", 0), step.get("accepted", 0)
+    return (
+        f"{'':>5} developers: {step['edits']} edits ({step['midLineEdits']} inside a line, "
+        f"{step['fileChanges']} in a new file), {step['pauses']} pauses of "
+        f"{step['pauseSeconds']:.0f} s in all, {accepted} of {shown} shown suggestions taken"
     )
 
 

@@ -180,7 +180,8 @@ def _share(count: int, of: list[Record]) -> float | None:
 
 
 def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[str, Any]:
-    """The users' side of one step: outcomes, keystroke-to-suggestion, stages, cache."""
+    """The users' side of one step: outcomes, keystroke-to-suggestion, stages, cache, and
+    what developers did (edits, pauses, suggestions shown and taken; 0 for typists)."""
     keys = [r for r in records if "outcome" in r]
     answered = [r for r in keys if r["outcome"] == "answered" and "error" not in r]
     cached = [r for r in answered if r.get("cached")]
@@ -205,6 +206,12 @@ def summarize(records: list[Record], lags: list[float], seconds: float) -> dict[
         "keysPerS": len(keys) / seconds,
         "outcomes": dict(outcomes),
         "accepted": sum(1 for r in records if "accepted" in r),
+        "shown": sum(1 for r in records if "shown" in r),
+        "edits": sum(1 for r in records if "edit" in r),
+        "midLineEdits": sum(1 for r in records if r.get("midLine")),
+        "fileChanges": sum(1 for r in records if r.get("newFile")),
+        "pauses": sum(1 for r in records if "pause" in r),
+        "pauseSeconds": sum(r["pause"] for r in records if "pause" in r),
         "rightSuggestions": sum(1 for r in answered if r.get("right")),
         "completionCacheHitRatio": _share(len(cached), answered),
         "joinedShare": _share(len(joined), answered),

@@ -6,6 +6,11 @@ completion at once, and cancels the previous request if that is still open, as V
 does. A suggestion equal to the rest of the line is accepted after a reaction time (or,
 as often happens, typed over: `TypingSpeed.accept_share`).
 
+A developer (`server.bench.profiles`) types the edits of its plan instead: a pause to read
+and think, then a burst of keys in a line, at its end or inside it; a suggestion newly
+shown is taken with Tab when the plan says so, and a wrong one taken is then edited into
+what the line holds, so the document stays the file.
+
 Each key gives one record (a plain dict, so it crosses processes as JSON):
     t        monotonic time the key was sent (the clock is the machine's, shared)
     outcome  "answered" | "superseded" (the next key came first) | "error"
@@ -15,11 +20,15 @@ Each key gives one record (a plain dict, so it crosses processes as JSON):
     right    the suggestion is the real rest of the line
     timings  the server's stage timings (`$/headstart/completionReport`)
     request  the request sent to the backend (when the server reports requests)
+and, besides keys: {"accepted": chars} a Tab; {"pause": s} a developer's pause begins;
+{"shown": chars} a suggestion newly shown to a developer; {"edit": keys, "newFile",
+"midLine"} a developer's edit begins.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -27,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from server.bench.editor_session import EditorSession, OpenDocument, suggestion_text
+from server.bench.profiles import DeveloperSession, Edit
 from server.bench.typing_sessions import LineToType, TypingSession
 
 Record = dict[str, Any]
@@ -37,7 +47,7 @@ class SimulatedUser:
         self,
         user: int,
         root: Path,
-        session: TypingSession,
+        session: TypingSession | DeveloperSession,
         settings: dict[str, Any],
         server_env: dict[str, str],
         emit: Callable[[Record], None],
@@ -62,10 +72,16 @@ class SimulatedUser:
             if not await self.editor.wait_until_indexed(index_timeout_s):
                 self.emit({"user": self.user, "warning": "indexing did not end in time"})
             self.emit({"user": self.user, "ready": time.monotonic()})
-            for line in self.session.next_lines():
-                if stop.is_set():
-                    break
-                await self._type_line(line, stop)
+            if isinstance(self.session, DeveloperSession):
+                for edit in self.session.next_edits():
+                    if stop.is_set():
+                        break
+                    await self._type_edit(edit, stop)
+            else:
+                for line in self.session.next_lines():
+                    if stop.is_set():
+                        break
+                    await self._type_line(line, stop)
             for warning in self.editor.warnings:
                 self.emit({"user": self.user, "warning": warning})
 
@@ -84,6 +100,7 @@ class SimulatedUser:
         return self.document
 
     async def _type_line(self, line: LineToType, stop: asyncio.Event) -> None:
+        assert isinstance(self.session, TypingSession)
         self.reports.clear()  # reports of superseded requests: nobody waits for them
         document = self._start_line(line)
         await asyncio.sleep(self.session.line_pause_s())
@@ -122,8 +139,100 @@ class SimulatedUser:
                 pending[2]["outcome"] = "timeout"
                 self.emit(pending[2])
 
+    def _open(self, path: Path, text: str, language: str) -> OpenDocument:
+        """`path` open with `text`, the document before it closed if another."""
+        if self.document is not None:
+            self.editor.close(self.document)
+        self.document = self.editor.open(path, text, language)
+        self.path = path
+        return self.document
+
+    async def _type_edit(self, edit: Edit, stop: asyncio.Event) -> None:
+        """A developer's edit: pause, delete the span, type it again key by key; take a
+        newly shown suggestion when the plan says so."""
+        assert isinstance(self.session, DeveloperSession)
+        line = edit.line
+        self.emit({"user": self.user, "t": time.monotonic(), "pause": edit.pause_s})
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), edit.pause_s)
+        if stop.is_set():
+            return
+        self.reports.clear()
+        cut = line.text[: edit.start] + line.text[edit.end :]
+        if self.document is None or self.path != line.path:
+            lines = line.path.read_text(encoding="utf-8").split("\n")
+            lines[line.row] = cut
+            document = self._open(line.path, "\n".join(lines), line.language)
+        else:
+            document = self.document
+            self.editor.replace(document, line.row, 0, len(document.lines[line.row]), cut)
+        self.emit(
+            {
+                "user": self.user,
+                "t": time.monotonic(),
+                "edit": len(edit.typed),
+                "newFile": edit.new_file,
+                "midLine": edit.mid_line,
+            }
+        )
+        column, shown, displays = edit.start, "", 0
+        pending: tuple[str, asyncio.Future[Any], Record] | None = None
+        key = (document.uri, document.version, line.row, column)
+        for char, gap in zip(edit.typed, edit.gaps_s, strict=True):
+            if stop.is_set():
+                break
+            if pending is not None and not pending[1].done():
+                self.editor.cancel_request(pending[0])
+                pending[2]["outcome"] = "superseded"
+                self.emit(pending[2])
+            self.editor.type(document, line.row, column, char)
+            column += 1
+            shown = shown[1:] if shown.startswith(char) else ""
+            record: Record = {"user": self.user, "t": time.monotonic(), "outcome": "pending"}
+            msg_id, future = self.editor.request_inline_completion(document, line.row, column)
+            key = (document.uri, document.version, line.row, column)
+            future.add_done_callback(functools.partial(_note_done, record=record))
+            pending = (msg_id, future, record)
+            await asyncio.wait([future], timeout=gap)
+            if not future.done():
+                continue
+            rest = line.text[column : edit.end]
+            first = self._answered(record, future, key, rest, line.text[column:]).split("\n")[0]
+            pending = None
+            if first and first != shown:  # typing through a suggestion does not show it again
+                shown = first
+                self.emit({"user": self.user, "t": time.monotonic(), "shown": len(first)})
+                displays += 1
+                if rest and edit.takes[displays - 1]:
+                    await asyncio.sleep(self.session.accept_delay_s())
+                    self._accept(document, line.row, column, first, rest)
+                    return
+            await asyncio.sleep(max(0.0, record["t"] + gap - time.monotonic()))
+        if pending is not None:  # the edit's last key: its answer may still come
+            try:
+                await asyncio.wait_for(asyncio.shield(pending[1]), 10)
+                self._answered(pending[2], pending[1], key, "")
+            except TimeoutError:
+                pending[2]["outcome"] = "timeout"
+                self.emit(pending[2])
+
+    def _accept(self, document: OpenDocument, row: int, column: int, text: str, rest: str) -> None:
+        """Tab on `text` at `column`; the user then edits it into `rest`, what was meant."""
+        right = text in (rest, rest + document.lines[row][column:])  # the suffix is there
+        if right:
+            self.editor.type(document, row, column, rest)
+        else:
+            self.editor.type(document, row, column, text)
+            self.editor.replace(document, row, column, column + len(text), rest)
+        self.emit({"user": self.user, "t": time.monotonic(), "accepted": len(text), "right": right})
+
     def _answered(
-        self, record: Record, future: asyncio.Future[Any], key: tuple[str, int, int, int], rest: str
+        self,
+        record: Record,
+        future: asyncio.Future[Any],
+        key: tuple[str, int, int, int],
+        rest: str,
+        line_rest: str = "",
     ) -> str:
         """Fill in and emit the record of a request whose reply came; its suggestion."""
         exception = future.exception()
@@ -137,7 +246,7 @@ class SimulatedUser:
         record["ms"] = (record.get("done", time.monotonic()) - record["t"]) * 1000
         record["chars"] = len(text)
         # at the line's end (rest "") a next-line suggestion is not "the rest of the line"
-        record["right"] = bool(rest) and text.split("\n")[0] == rest
+        record["right"] = bool(rest) and text.split("\n")[0] in (rest, line_rest or rest)
         if report is not None:
             record["cached"] = bool(report.get("cached"))
             record["joined"] = bool(report.get("joined"))
