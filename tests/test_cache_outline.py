@@ -859,7 +859,7 @@ def test_wide_error_nodes_stay_linear() -> None:
 
 def test_a_parse_over_budget_gives_an_empty_outline(monkeypatch: pytest.MonkeyPatch) -> None:
     source = b"def f(x):\n    return x\n" * 20_000
-    monkeypatch.setattr("cache.outline.PARSE_BUDGET_S", 0.0)
+    monkeypatch.setattr("cache.outline.grammars.PARSE_BUDGET_S", 0.0)
     assert parse_outline(source, "python") == Outline("python")
     monkeypatch.undo()
     result = parse_outline(source, "python")  # the same thread's parser, reset
@@ -885,7 +885,9 @@ def test_a_tree_given_is_outlined_without_a_parse(monkeypatch: pytest.MonkeyPatc
     source = (SAMPLE / "models.py").read_bytes()
     tree = Parser(get_language("python")).parse(source)
     expected = parse_outline(source, "python")
-    monkeypatch.setattr("cache.outline._parse", lambda *_: pytest.fail("parsed again"))
+    monkeypatch.setattr(
+        "cache.outline.grammars.parse_within_budget", lambda *_: pytest.fail("parsed again")
+    )
     assert parse_outline(source, "python", tree) == expected
 
 
