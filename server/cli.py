@@ -451,8 +451,9 @@ def backend_command(args: argparse.Namespace) -> int:
 
 def backend_start(settings: Settings) -> int:
     from server.backend import process as bp
+    from server.backend.launch_plan import BackendStartError, LaunchSpec
 
-    spec = bp.LaunchSpec.from_settings(settings)
+    spec = LaunchSpec.from_settings(settings)
     interactive = sys.stderr.isatty()
 
     def say(message: str) -> None:
@@ -476,7 +477,7 @@ def backend_start(settings: Settings) -> int:
                 bp.stop_backend()
                 say(f"interrupted: stopped the vLLM it was starting (pid {state.pid})")
             return 130
-    except bp.BackendStartError as exc:
+    except BackendStartError as exc:
         print(f"headstart backend start: {exc}", file=sys.stderr)
         return 1
     print(f"ready: {state.url} serves {state.model} (pid {state.pid}, {state.description})")

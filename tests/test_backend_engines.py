@@ -17,7 +17,7 @@ import pytest
 from conftest import FAKE_VLLM, ROOT, server_env
 
 from server.backend.engines import ServeArgs, engine_command, engine_of
-from server.backend.process import BackendStartError, LaunchSpec, Machine, plan_launch
+from server.backend.launch_plan import BackendStartError, LaunchSpec, Machine, plan_launch
 from server.config import load_settings
 
 H200 = "GPU 0: NVIDIA H200 (UUID: GPU-0b1c2d3e)"

@@ -21,15 +21,15 @@ import pytest
 from conftest import FAKE_VLLM, ROOT, require_router, server_env
 from fake_openai import FakeBackend
 
-from server.backend.process import (
+from server.backend.launch_plan import (
     COMMAND_ENV,
-    SCRIPT,
     BackendStartError,
     LaunchSpec,
     Machine,
     plan_launch,
-    state_lock,
 )
+from server.backend.local_vllm import SCRIPT
+from server.backend.process import state_lock
 from server.backend.router import place_replicas
 from server.config import load_settings
 

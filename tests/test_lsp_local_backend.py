@@ -18,7 +18,8 @@ from lsp_helpers import logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from server.backend.process import COMMAND_ENV, check_health
+from server.backend.launch_plan import COMMAND_ENV
+from server.backend.process import check_health
 
 TEXT = "total = 0\nx = \n"
 CURSOR = types.Position(line=1, character=4)

@@ -7,7 +7,8 @@ reuse), a context length that fits the longest request, request priorities where
 engine schedules by them, and the metrics the bench reads. The same inputs go in for every
 engine (`ServeArgs`), so a comparison starts each one as alike as their flags allow.
 
-Nothing here starts a process: server.backend.process plans, spawns and records it.
+Nothing here starts a process: server.backend.launch_plan plans it, server.backend.process
+spawns and records it.
 """
 
 from __future__ import annotations

@@ -22,10 +22,9 @@ from typing import Protocol
 from lsprotocol import types
 from pygls.progress import Progress
 
+from server.backend.launch_plan import BackendStartError, LaunchSpec
 from server.backend.process import (
-    BackendStartError,
     BackendState,
-    LaunchSpec,
     StartCancelled,
     claim_backend,
     wait_until_ready,
