@@ -16,7 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with or without tests/__init__
 
-from fake_openai import FakeBackend, FakeBackendError, plan_chunks, prompt_token_ids
+from fake_openai import FakeBackend, FakeBackendError
+from fake_tokens import plan_chunks, prompt_token_ids
 
 from server.bench.stats import parse_metrics
 

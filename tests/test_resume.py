@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from fake_openai import CORRUPT_TEXT, FakeBackend, forced_start
+from fake_openai import FakeBackend
+from fake_script import CORRUPT_TEXT
+from fake_server import forced_start
 
 from server.backend.client import (
     BackendError,

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from conftest import fast_settings, first_completion, start_session
-from fake_openai import FakeBackend, forced_start
+from fake_openai import FakeBackend
+from fake_server import forced_start
 from lsp_helpers import cursor_at, logs, open_document, suggestion
 from pytest_lsp import LanguageClient
 from tokenizer_helpers import save_tiny_tokenizer
