@@ -924,6 +924,21 @@ texts = st.lists(lines, max_size=60).map("\n".join)
     step=st.integers(min_value=1, max_value=16),
     counter=st.sampled_from(COUNTERS),
 )
+@example(  # a line of text reading "import " was taken for an import the prefix had lost
+    prefix="import \n" + "x = 1\n" * 40,
+    suffix="",
+    bodies=[],
+    total=80,
+    reserved=0,
+    cross=0.5,
+    suffix_share=0.0,
+    similar_share=0.0,
+    head_share=1.0,
+    fim_suffix=0,
+    imports="",
+    step=1,
+    counter=len,
+)
 def test_the_budget_is_never_exceeded(
     prefix: str,
     suffix: str,

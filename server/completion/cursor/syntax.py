@@ -63,6 +63,16 @@ _TS_SYNTAX: Final = _Syntax(
     import_keywords=("import", "require"),
 )
 
+_PY_IMPORTED = r"(?:[ \t]*(?=[(*])|(?:[ \t]|\\\n)+(?=[(*]|[^\W\d]))"
+"""After `from M import`: what it imports starts here (a name, `*` or `(`). A bare `import`,
+or one followed by nothing a name can start with, is no statement: matched as one, a line
+of text reading "import " came back as an import of the file's head."""
+_PY_IMPORT = re.compile(  # a statement runs on in (...) or past lines ending in a backslash
+    rf"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import{_PY_IMPORTED}(?:\([^)]*\)|(?:[^\n]*\\\n)*[^\n]*)"
+    r"|import(?:[ \t]|\\\n)+(?=[^\W\d])(?:[^\n]*\\\n)*[^\n]*)",
+    re.M,
+)
+
 _SYNTAX: Final[dict[str, _Syntax]] = {
     "python": _Syntax(
         identifiers=frozenset({"identifier"}),
@@ -71,11 +81,7 @@ _SYNTAX: Final[dict[str, _Syntax]] = {
         scopes={"function_definition": "function", "class_definition": "class"},
         blocks=frozenset({"module", "block"}),
         selves=frozenset({"self", "cls"}),
-        import_pattern=re.compile(
-            r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|(?:[^\n]*\\\n)*[^\n]*)"
-            r"|import[ \t]+(?:[^\n]*\\\n)*[^\n]*)",  # (...) or lines ending in a backslash
-            re.M,
-        ),
+        import_pattern=_PY_IMPORT,
         import_keywords=("import",),
     ),
     "typescript": _TS_SYNTAX,
