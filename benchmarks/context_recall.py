@@ -3,7 +3,7 @@
     python benchmarks/context_recall.py --tasks DEV/tasks.jsonl [--limit N] \\
         [--set similarCodeShare=0 ...]
 
-No model: for every task (../shared/eval's tasks.jsonl; make_tasks.py makes it) the
+No model: for every task (benchmarks/quality/make_tasks.py's tasks.jsonl) the
 context is built as the server builds it (the repository copied with every task's line
 cut at its cursor, as benchmarks/repo_eval.py does; `prepare`, then `build` at the cursor,
 the completion settings' budget counted at chars/4) and checked for the expected line:
@@ -69,7 +69,7 @@ def budget_of(settings: CompletionSettings) -> Budget:
 
 
 def bm25_snippets(task: dict[str, Any], root: Path, cache: dict[str, Any]) -> str:
-    """The eval's BM25 chunks for the task (none without ../shared/eval/baselines.py)."""
+    """The BM25 baseline's chunks for the task (none without --eval-dir's baselines.py)."""
     try:
         from baselines import RepoIndex  # type: ignore[import-not-found]
     except ImportError:
@@ -100,7 +100,10 @@ def main() -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
-        "--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval", help="baselines.py"
+        "--eval-dir",
+        type=Path,
+        default=ROOT / "benchmarks" / "quality",
+        help="where baselines.py is",
     )
     parser.add_argument("--per-task", type=Path, help="write each task's checks here (jsonl)")
     parser.add_argument(

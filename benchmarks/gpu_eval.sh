@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ON THE GPU MACHINE: the repository-level benchmark (../shared/eval) for the eval's in-file,
+# ON THE GPU MACHINE: the repository-level benchmark (benchmarks/quality) for the in-file,
 # BM25 and oracle prompts and for Headstart through `headstart serve`, all against the same
 # vLLM; scores them side by side. Writes under $OUT: results.jsonl, scores.txt, run.log,
 # server_logs.tar.gz.
@@ -26,7 +26,7 @@ source "$repo/benchmarks/gpu_common.sh"  # 1. our Python packages (gpu_site.sh),
 limit=(); [ -n "${LIMIT:-}" ] && limit=(--limit "$LIMIT")
 model=(); [ -n "${MODEL:-}" ] && model=(--model "$MODEL")
 
-# 2. The tasks and the eval's scripts.
+# 2. The tasks (the scripts are the checkout's benchmarks/quality).
 unpacked="$work/.unpacked-$set_name"
 archive="$stage/eval/$set_name.tar.xz"
 if [ -f "$archive" ] && [ "$archive" -nt "$unpacked" ]; then
@@ -66,7 +66,7 @@ for strategy in $strategies; do
       --out "$results" --server-log-dir "$work/server-logs/$name" --strategy "$name" \
       "${sets[@]}" "${limit[@]}" "${model[@]}" || failed=1
   else
-    "$py" "$work/tools/run_baselines.py" --tasks "$tasks" --endpoint "$endpoint" \
+    "$py" "$repo/benchmarks/quality/run_baselines.py" --tasks "$tasks" --endpoint "$endpoint" \
       --strategy "$strategy" --out "$results" "${limit[@]}" "${model[@]}" \
       || failed=1
   fi
@@ -78,9 +78,9 @@ done
 step "scores"
 [ -s "$results" ] || { echo "no results"; exit 1; }
 {
-  "$py" "$work/tools/score.py" "$results" --paired
+  "$py" "$repo/benchmarks/quality/score.py" "$results" --paired
   echo
-  "$py" "$work/tools/score.py" "$results" --paired --by-package
+  "$py" "$repo/benchmarks/quality/score.py" "$results" --paired --by-package
 } > "$out/scores.txt"
 cat "$out/scores.txt"
 [ -d "$work/server-logs" ] && tar -czf "$out/server_logs.tar.gz" -C "$work" server-logs

@@ -1,4 +1,4 @@
-"""Headstart's own suggestions on the repository-level benchmark (../shared/eval).
+"""Headstart's own suggestions on the repository-level benchmark (benchmarks/quality).
 
 Every task is answered through `headstart serve` exactly as an editor gets it: one server
 per repository, spawned over stdio with the repository as its workspace folder; after its
@@ -6,12 +6,13 @@ start-up indexing has finished, each task's file is opened (didOpen) with the te
 `prefix + suffix` (the rest of the cursor line deleted), an inline completion is asked for
 at the cursor, the first line of the first suggestion is kept, and the file is closed.
 
-The output is the format of the eval's run_baselines.py, with strategy "headstart", so
-that its score.py scores Headstart next to the in-file, BM25 and oracle prompts:
+The output is the format of benchmarks/quality/run_baselines.py, with strategy "headstart",
+so that benchmarks/quality/score.py scores Headstart next to the in-file, BM25 and oracle
+prompts:
 
     python benchmarks/repo_eval.py --tasks DEV/tasks.jsonl --endpoint http://127.0.0.1:8000/v1 \\
         --out results.jsonl [--limit N] [--model NAME]
-    python ../shared/eval/score.py results.jsonl --paired
+    python benchmarks/quality/score.py results.jsonl --paired
 
 Fairness: the server works on a copy of each repository, named after the package (as the
 baselines' <|repo_name|> is), in which every task's line is cut at its cursor, so no

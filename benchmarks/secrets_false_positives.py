@@ -1,7 +1,7 @@
 """False positives of the secret masking (`cache.secrets`) on real code, by rule.
 
 Runs the detector over every text file of the task sets' package sources (the repositories
-`shared/eval/make_tasks.py` unpacks, `.gpu/eval/*/repos` here) or any folders given, as the
+`benchmarks/quality/make_tasks.py` unpacks, `.gpu/eval/*/repos` here) or any folders given, as the
 index does (files of credentials by content left out whole, the rest masked line by line),
 and counts the masked values: real packages hold no live credentials, so each one is a
 value the model will not see (test fixtures' fake keys included; the examples say which).

@@ -1,26 +1,23 @@
 #!/usr/bin/env bash
 # HERE (PyPI reachable): stage what benchmarks/gpu_eval.sh needs on the GPU machine.
 #   usage: benchmarks/stage_gpu_eval.sh [STAGE_DIR]     (default: .gpu of this checkout)
-#   TASK_SET=heldout: the packages of benchmarks/heldout_packages.txt instead of the eval's
-#   dev list (a check on packages never looked at while tuning); TASK_SET=unseen: the
-#   packages of benchmarks/unseen_packages.txt, in neither list (made with seed 24)
+#   TASK_SET (dev, heldout or unseen): the packages of benchmarks/quality/${TASK_SET}_packages.txt,
+#   made by benchmarks/quality/make_tasks.py with the list's seed (SEED overrides it);
+#   heldout: packages never looked at while tuning; unseen: in neither other list
 # STAGE_DIR must be git-ignored (.gpu/ is, through .git/info/exclude) in the checkout whose
 # working tree the device tool sends. Leaves there:
 #   wheels/           the cp312 manylinux wheels of benchmarks/gpu_requirements.txt (~35 MB)
 #   eval/dev/         the dev task set (make_tasks.py; made once, ~29 MB unpacked)
-#   eval/dev.tar.xz   the task set plus the eval's scripts, to carry (~7 MB)
-# Env: EVAL_DIR (default ../shared/eval beside the checkout), EVAL_PYTHON (a python with
-# pip, for make_tasks.py's sdist downloads; default python3).
+#   eval/dev.tar.xz   the task set, to carry (~7 MB)
+# Env: EVAL_PYTHON (a python with pip, for make_tasks.py's sdist downloads; default python3).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 stage=$(mkdir -p "${1:-$repo/.gpu}" && cd "${1:-$repo/.gpu}" && pwd)
-eval_dir=${EVAL_DIR:-$repo/../shared/eval}
 py=${EVAL_PYTHON:-python3}
 set_name=${TASK_SET:-dev}
-packages=$eval_dir/dev_packages.txt
-[ "$set_name" = dev ] || packages=$repo/benchmarks/${set_name}_packages.txt
-seed=${SEED:-0}
-[ "$set_name" = unseen ] && seed=${SEED:-24}
+packages=$repo/benchmarks/quality/${set_name}_packages.txt
+[ -f "$packages" ] || { echo "no $packages" >&2; exit 1; }
+seed=(); [ -n "${SEED:-}" ] && seed=(--seed "$SEED")
 
 # The checkout that holds the stage folder is the one whose working tree travels.
 top=$(git -C "$(dirname "$stage")" rev-parse --show-toplevel 2>/dev/null || dirname "$stage")
@@ -41,16 +38,13 @@ grep -v '^#' "$packages" | grep '==' | while read -r spec; do
   [ -n "$url" ] && (cd "$sdists" && curl -sfO "$url") || echo "no sdist link for $spec: make_tasks.py asks pip" >&2
 done
 if [ ! -f "$stage/eval/$set_name/tasks.jsonl" ]; then
-  "$py" "$eval_dir/make_tasks.py" --packages "$packages" --seed "$seed" --out "$stage/eval/$set_name"
+  "$py" "$repo/benchmarks/quality/make_tasks.py" --packages "$packages" "${seed[@]}" \
+    --out "$stage/eval/$set_name"
 fi
 
-# 2. One archive: the tasks, their repositories and the eval's scripts (../shared does not
-#    travel to the device, only the checkout does).
-tools=$(mktemp -d)
-trap 'rm -rf "$tools"' EXIT
-mkdir "$tools/tools"
-cp "$eval_dir"/{baselines.py,run_baselines.py,score.py} "$tools/tools/"
-tar -cJf "$stage/eval/$set_name.tar.xz.tmp" -C "$stage/eval" "$set_name" -C "$tools" tools
+# 2. One archive: the tasks and their repositories (the scripts travel with the checkout:
+#    benchmarks/quality).
+tar -cJf "$stage/eval/$set_name.tar.xz.tmp" -C "$stage/eval" "$set_name"
 mv "$stage/eval/$set_name.tar.xz.tmp" "$stage/eval/$set_name.tar.xz"
 
 # 3. Wheels: exactly the pinned set, one version of each (two would stop the install).

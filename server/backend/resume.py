@@ -1,4 +1,4 @@
-"""Checksum-based resume of a broken completion stream (../shared/DESIGN.md).
+"""Checksum-based resume of a broken completion stream (docs/architecture.md).
 
 A stream breaks: the connection drops, the backend goes silent for longer than
 `chunkGapMs`, it restarts (errors for a while), or a replica sends corrupt text. The

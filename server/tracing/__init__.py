@@ -10,7 +10,7 @@ variables (server.tracing.otel).
 While off, nothing here imports opentelemetry and every call returns the one do-nothing
 span: the request path pays a function call and a test per stage. Callers give spans
 names, counts, durations and enums only, never code, prompt text or anything a secret could
-be in (../shared/DESIGN.md, Trust and safety).
+be in (docs/architecture.md, Trust and safety).
 """
 
 from __future__ import annotations
