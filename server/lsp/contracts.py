@@ -226,16 +226,26 @@ def _diagnostic(
     line = max(0, min(line, len(lines) - 1))
     text = lines[line].rstrip("\r")
     start = len(text) - len(text.lstrip())
-    codec = document.position_codec
+    encoding = document.position_codec.encoding
     return types.Diagnostic(
         range=types.Range(
-            start=types.Position(line=line, character=codec.client_num_units(text[:start])),
-            end=types.Position(line=line, character=codec.client_num_units(text)),
+            start=types.Position(line=line, character=_units(text[:start], encoding)),
+            end=types.Position(line=line, character=_units(text, encoding)),
         ),
         message=message,
         severity=severity,
         source=SOURCE,
     )
+
+
+def _units(text: str, encoding: str | None) -> int:
+    """The length of `text` in the client's position units. pygls counts UTF-16 units one
+    character at a time in Python: 2 s for the one line of a 30 MB minified JSON document."""
+    if text.isascii() or encoding == types.PositionEncodingKind.Utf32:
+        return len(text)
+    if encoding == types.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 # --- code actions -------------------------------------------------------------------------------
@@ -313,12 +323,13 @@ async def generate_command(
     if types.ResourceOperationKind.Create not in operations:
         raise _failed(ls, title, "the editor cannot create files through a workspace edit "
                       f"(resourceOperations: create); run `headstart aiapi generate {path.name} "
-                      f"--lang {target.language} --out {GENERATED_FOLDER}` instead")  # fmt: skip
+                      f"--lang {target.language} --kinds {target.kind} --out {GENERATED_FOLDER}` "
+                      "instead")  # fmt: skip
     try:
         saved = await asyncio.to_thread(path.read_bytes)
     except OSError as exc:
         raise _failed(ls, title, f"cannot read {path}: {exc.strerror or exc}") from None
-    if saved != document.source.encode("utf-8"):
+    if saved.removeprefix(b"\xef\xbb\xbf") != document.source.encode("utf-8", "surrogatepass"):
         raise _failed(ls, title, f"save {path.name} first: the generators read the saved file",
                       types.MessageType.Warning)  # fmt: skip
     if open_contracts.generating.locked():
