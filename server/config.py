@@ -280,6 +280,15 @@ class CompletionSettings(_Section):
         description="Most the current file's import statements may take when the prefix "
         "is cut below them (a long file), out of the prefix's room; 0 turns them off.",
     )
+    contract_share: float = Field(
+        0.1,
+        ge=0.0,
+        le=0.3,
+        description="Most an OpenAPI operation may take when the cursor is in a call to it "
+        "(a request to a path of an OpenAPI document in the workspace, or a generated "
+        "client's method named after its operationId): its parameters and schemas, taken "
+        "off the total before the other shares; 0 turns it off.",
+    )
     prompt_layout: Literal["cursor", "lineStart"] = Field(
         "cursor",
         description="Where the fill-in-the-middle hole starts: at the cursor, or at the start "

@@ -34,6 +34,7 @@ from server.backend.client import (
 from server.backend.engines import takes_vllm_fields
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
+from server.completion.contracts import contract_snippet, with_contract
 from server.completion.prompt import PromptTemplate, choose_template, split_at_line_start
 from server.completion.prompt_tokens import PromptEncoder
 from server.completion.secrets import mask_document, mask_snippet
@@ -217,16 +218,28 @@ def build_context(
     def overhead(path: str) -> int:
         return counter.count(template.snippet(path, "")) + 1
 
-    return ctx.builder.build(
+    budget = budget_for(settings, prompting, ctx)
+    contract = contract_snippet(
+        ctx.builder,
+        ctx.text,
+        ctx.offset,
+        int(budget.available * settings.contract_share),
+        counter.count,
+        overhead,
+    )
+    if contract is not None:  # its tokens come off the total, like the template's own
+        budget = dataclasses.replace(budget, reserved=budget.reserved + contract[1])
+    context = ctx.builder.build(
         ctx.file_path,
         ctx.text,
         ctx.offset,
         ctx.language,
-        budget_for(settings, prompting, ctx),
+        budget,
         counter.count_lines,
         overhead,
         ctx.tree,
     )
+    return with_contract(context, contract)
 
 
 def render_request(

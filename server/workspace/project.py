@@ -17,6 +17,7 @@ from pathlib import Path
 from cache import memory
 from cache.index import IndexSummary, ProjectIndex
 from cache.queue import FileQueue
+from server.completion import contracts
 from server.completion.context import ContextBuilder
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,10 @@ class ProjectCache:
                 continue
             queue = FileQueue(index)
             texts = BufferFirst(root, self.buffers, queue)
-            self.roots[root] = Root(root, index, queue, ContextBuilder(index, texts, queue.recent))
+            builder = ContextBuilder(index, texts, queue.recent)
+            self.roots[root] = Root(root, index, queue, builder)
+            # OpenAPI documents are parsed now, in the indexing thread, not on a keystroke.
+            await asyncio.to_thread(contracts.index_for(builder).refresh)
             log.info(
                 "indexed %s: %d files, %d import edges, %d new or changed, %d unchanged, in %.2f s",
                 root,
