@@ -13,7 +13,7 @@ public API reads one key at a time: one entry per file (schema 4) needed a priva
 over diskcache's table (`cache._sql`) to load 27k records in one pass, since `iterkeys` plus
 a `get` per key took 4x as long. 1,024 `get`s of buckets load faster than that query did
 (22k records: p50 344 against 415 ms); a save rewrites the buckets it touches (~25 records
-each at 27k files: one record's save p50 0.29 ms against 0.08). `benchmarks/store_bench.py`
+each at 27k files: one record's save p50 0.29 ms against 0.08). `benchmarks/cache/store_bench.py`
 measures both stores.
 
 The store is private to the user and never trusted: a store from another schema version,

@@ -42,10 +42,11 @@ TEST_CACHE = Path(tempfile.mkdtemp(prefix="headstart-test-cache-"))
 SERVER_COMMAND = [sys.executable, "-m", "server", "serve"]
 
 
-def load_benchmark(name: str) -> ModuleType:
-    """benchmarks/NAME.py as a module (the scripts are not a package); registered in
-    sys.modules, where dataclasses look their module up."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+def load_benchmark(path: str) -> ModuleType:
+    """benchmarks/PATH.py (e.g. "load/soak") as a module named after its file (the scripts
+    are not a package); registered in sys.modules, where dataclasses look their module up."""
+    name = Path(path).name
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{path}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -4,7 +4,7 @@ really follows the cursor in the workspace's files, at a chosen share of the pla
 Why: a fake that is never right makes a bench recording unlike a real model's. Nobody
 accepts its suggestions or types through them, so nearly every key asks the model and the
 cursor never jumps over an accepted block, and what prompt changes cost (the prefix-cache
-simulation over a recording, `benchmarks/prompt_cache_sim.py`) comes out unlike the GPU's.
+simulation over a recording, `benchmarks/load/prompt_cache_sim.py`) comes out unlike the GPU's.
 The bench's users retype real lines of real files (`server.bench.typing_sessions`), so the
 file on disk holds what the user is about to type: the oracle finds the typed text in it
 and answers with what follows.

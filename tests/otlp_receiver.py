@@ -5,7 +5,7 @@
 (protobuf, gzip or not, as the OTLP specification says) and decodes it with
 opentelemetry-proto, the wire format's own generated code: each span becomes a plain dict
 (ids in hex, attributes as Python values, its resource's attributes beside them). Tests
-assert on those; `benchmarks/trace_waterfall.py` draws them.
+assert on those; `benchmarks/latency/trace_waterfall.py` draws them.
 
 `RotelCollector` runs Rotel (PyPI `rotel`, an OpenTelemetry collector in Rust whose wheel
 carries its binary): OTLP in on its own port, batched and exported over OTLP/HTTP to the

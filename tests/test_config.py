@@ -115,7 +115,7 @@ def test_budget_shares_must_leave_room_for_the_prefix() -> None:
 
 
 def test_similar_code_share_is_a_completion_setting_that_zero_turns_off() -> None:
-    """`--set similarCodeShare=0` (benchmarks/repo_eval.py) sends the number 0."""
+    """`--set similarCodeShare=0` (benchmarks/quality/repo_eval.py) sends the number 0."""
     assert load_settings(environ={}).completion.similar_code_share == 0.15
     completion = load_settings({"completion": {"similarCodeShare": 0}}, environ={}).completion
     assert completion.similar_code_share == 0.0

@@ -1,4 +1,4 @@
-"""benchmarks/draft_steps_sim.py: vLLM's n-gram drafts, counted in decode steps."""
+"""benchmarks/load/draft_steps_sim.py: vLLM's n-gram drafts, counted in decode steps."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from conftest import load_benchmark
 
 
 def simulator() -> ModuleType:
-    return load_benchmark("draft_steps_sim")
+    return load_benchmark("load/draft_steps_sim")
 
 
 def test_the_draft_follows_the_longest_match_at_its_first_occurrence() -> None:

@@ -1,4 +1,4 @@
-"""benchmarks/prompt_cache_sim.py: vLLM's block prefix cache, simulated over a trace."""
+"""benchmarks/load/prompt_cache_sim.py: vLLM's block prefix cache, simulated over a trace."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from types import ModuleType
 from conftest import ROOT, load_benchmark
 from tokenizer_helpers import real_qwen_tokenizer_file, tiny_tokenizer
 
-SCRIPT = ROOT / "benchmarks" / "prompt_cache_sim.py"
+SCRIPT = ROOT / "benchmarks" / "load" / "prompt_cache_sim.py"
 
 
 def simulator() -> ModuleType:
-    return load_benchmark("prompt_cache_sim")
+    return load_benchmark("load/prompt_cache_sim")
 
 
 def test_only_whole_leading_blocks_seen_before_are_cached() -> None:

@@ -1,4 +1,5 @@
-"""benchmarks/repo_eval.py answers eval tasks through the server, in the baselines' format."""
+"""benchmarks/quality/repo_eval.py answers eval tasks through the server, in the baselines'
+format."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from conftest import ROOT, load_benchmark
 from fake_openai import FakeBackend
 
-SCRIPT = ROOT / "benchmarks" / "repo_eval.py"
+SCRIPT = ROOT / "benchmarks" / "quality" / "repo_eval.py"
 UTIL = 'def helper(a, b):\n    """Add two numbers."""\n    return a + b\n'
 MAIN = "from tinypkg import util\n\n\ndef run(x):\n    y = util.helper(x, 2)\n    return y\n"
 RECORD_FIELDS = {
@@ -28,7 +29,7 @@ RECORD_FIELDS = {
 
 
 def repo_eval() -> ModuleType:
-    return load_benchmark("repo_eval")
+    return load_benchmark("quality/repo_eval")
 
 
 def make_task_set(out: Path) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """OpenAPI diagnostics on a large document, and what they cost the keystrokes meanwhile.
 
-    python benchmarks/contract_diagnostics.py [DOC]
+    python benchmarks/aiapi/contract_diagnostics.py [DOC]
 
 DOC defaults to GitHub's description (13 MB of JSON, from npm @octokit/openapi, which
-`benchmarks/aiapi_corpus.py` installs into .tools/aiapi-corpus). A real `headstart serve`
+`benchmarks/aiapi/corpus.py` installs into .tools/aiapi-corpus). A real `headstart serve`
 is driven over LSP as VS Code drives it, against the fake model server of the tests:
 
 1. Inline completions in a small Python file, one every 100 ms, each in a document of its
@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import SERVER_COMMAND, editor_capabilities, fast_settings, server_env  # noqa: E402
@@ -221,7 +221,7 @@ def main() -> None:
     parser.add_argument("--generate", metavar="TARGET", help="then run this generate action")
     args = parser.parse_args()
     if not args.document.exists():
-        sys.exit(f"{args.document} is missing (benchmarks/aiapi_corpus.py installs it)")
+        sys.exit(f"{args.document} is missing (benchmarks/aiapi/corpus.py installs it)")
     asyncio.run(measure(args.document, args.baseline, args.generate))
 
 

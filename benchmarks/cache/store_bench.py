@@ -1,8 +1,8 @@
 """The project store on its own: load (a warm start's read), saves and outline reads, for
 the store of this checkout and the store of an older commit, side by side.
 
-    benchmarks/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists
-    python benchmarks/store_bench.py /tmp/bigws
+    benchmarks/cache/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists
+    python benchmarks/cache/store_bench.py /tmp/bigws
 
 Schema 5 (this checkout) keeps records in 256 buckets and reads them with diskcache's public
 `get`; schema 4 (`--old-rev`, the last commit before it) kept one entry per file and read
@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cache import store as new_store  # noqa: E402

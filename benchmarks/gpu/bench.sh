@@ -3,10 +3,10 @@
 # load steps) against the vLLM serving at $ENDPOINT. Writes under $OUT/$NAME:
 # results.json, table.txt, and vLLM's /metrics at the end (vllm_metrics.txt); run.log.
 #
-# Before (here): benchmarks/stage_gpu_eval.sh (-> .gpu/wheels, .gpu/eval/dev.tar.xz).
+# Before (here): benchmarks/gpu/stage_eval.sh (-> .gpu/wheels, .gpu/eval/dev.tar.xz).
 # On the device, once vLLM serves the model (../shared/tools/gpu/README.md):
 #   carry [".gpu/wheels", ".gpu/eval/dev.tar.xz"] once, then e.g.
-#   NAME=real15 USERS=1,10,50,100,200,400 bash benchmarks/gpu_bench.sh
+#   NAME=real15 USERS=1,10,50,100,200,400 bash benchmarks/gpu/bench.sh
 # Then here: `headstart bench plot <files_at>/real15/results.json`.
 # Env: ENDPOINT (http://127.0.0.1:8000/v1), NAME (bench), USERS (1,10,50,100,200,400),
 #   STEP (30 s measured a step), WARMUP (5 s), REPO (rich-15.0.0: the package typed, from
@@ -14,12 +14,35 @@
 #   (more options of `headstart bench run`, e.g. `--record ~/traces` or `--replay ~/traces
 #   --replay-users 100,300`), CPUS (cores for the editors and their servers, e.g. 4-15, so
 #   they leave vLLM's processes the rest: start vLLM under `taskset -c 0-3`); and
-#   gpu_common.sh's.
+#   gpu/common.sh's.
+#
+# MODE=replay (what gpu_replay.sh did): record real editors, then replay their traces as
+# many users beside a few real editors, all with the same settings, in one call (this
+# script twice). Writes $OUT/$NAME-record and $OUT/$NAME-replay; the traces stay in
+# $TRACES (~/traces-$NAME) for later replays (gpu/vllm_flags.sh).
+#   MODE=replay NAME=fim64 SETTINGS='{"completion":{"fimSuffixTokens":64}}' bash benchmarks/gpu/bench.sh
+# Env with MODE=replay: NAME (replay), RECORD_USERS (10), EDITORS (5: real editors beside
+#   the replay), REPLAY_USERS (100,300,1000), STEP (20), RECORD_STEP (STEP: the recording's,
+#   as long as a replayed user's loop), WARMUP (5), DRIVERS (4), TRACES, BENCH_ARGS (for
+#   both runs, e.g. "--lines-per-visit 20"), and the above. FLOOR is 0 for both runs.
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+if [ "${MODE:-}" = replay ]; then
+  name=${NAME:-replay}
+  traces=${TRACES:-$HOME/traces-$name}
+  rm -rf "$traces"
+  more=${BENCH_ARGS:-}
+  export STEP=${STEP:-20} WARMUP=${WARMUP:-5} FLOOR=0
+  MODE= NAME=$name-record USERS=${RECORD_USERS:-10} STEP=${RECORD_STEP:-$STEP} \
+    BENCH_ARGS="$more --record $traces" bash "$0" || exit 1
+  MODE= NAME=$name-replay USERS=${EDITORS:-5} \
+    BENCH_ARGS="$more --replay $traces --replay-users ${REPLAY_USERS:-100,300,1000} --replay-drivers ${DRIVERS:-4}" \
+    bash "$0"
+  exit
+fi
 name=${NAME:-bench}
 out=${OUT:-$repo/gpu-bench-out}/$name
-source "$repo/benchmarks/gpu_common.sh"
+source "$repo/benchmarks/gpu/common.sh"
 export PYTHONPATH="$site:$repo"
 
 settings=${SETTINGS:-'{}'}

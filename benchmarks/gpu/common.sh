@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON THE GPU MACHINE, sourced first by the gpu_*.sh benchmarks: where things are, the run's
 # log ($out/run.log, complete before $OUT is collected), `step`, and our Python packages
-# (gpu_site.sh). Expects: repo, out. Env: PYTHON (python3), ENDPOINT
+# (gpu/site.sh). Expects: repo, out. Env: PYTHON (python3), ENDPOINT
 # (http://127.0.0.1:8000/v1), STAGE (.gpu of this checkout), HS_SITE (~/hs-site: our
 # packages), HS_WORK (~/hs-eval: unpacked task sets).
 py=${PYTHON:-python3}
@@ -15,4 +15,4 @@ tee_pid=$!
 trap 'exec >&- 2>&-; wait $tee_pid' EXIT  # run.log complete before $OUT is collected
 export PYTHONUNBUFFERED=1
 step() { echo "== $(date +%T) $*"; }
-source "$repo/benchmarks/gpu_site.sh" || exit 1
+source "$repo/benchmarks/gpu/site.sh" || exit 1

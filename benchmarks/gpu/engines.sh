@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # ON THE GPU MACHINE: vLLM at :8000 and SGLang at :8001 serving the same model on the one
 # GPU, each pinned to its own cores, so that `headstart bench run --compare` (and
-# gpu_bench.sh with ENDPOINT) can run the same typing load on both (docs/bench.md,
+# gpu/bench.sh with ENDPOINT) can run the same typing load on both (docs/bench.md,
 # "Choosing an engine"). Each engine is left running; one already healthy is kept.
 #
 # Expects (staged in earlier calls, benchmarks/README.md): vLLM's parts in $STAGE
-# (vllm.partNN), SGLang's (sglang.partNN, benchmarks/stage_sglang.sh), our wheels in
+# (vllm.partNN), SGLang's (sglang.partNN, benchmarks/gpu/stage_sglang.sh), our wheels in
 # $STAGE/wheels, ~/serve_vllm.sh, and the model folder $MODEL_DIR (the real weights:
 # convert_gguf.py).
 # Env: MODEL_DIR (~/models/real15), SERVED (q15), STAGE (~/stage), VLLM_CPUS (0-3),
@@ -13,10 +13,10 @@
 #   --mem-fraction-static counts the memory vLLM holds as used, so 0.6 leaves it a KV pool
 #   about vLLM's size), LOAD_FORMAT (auto; dummy = random weights).
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$repo/gpu-engines-out}
 export STAGE=${STAGE:-$HOME/stage}
-source "$repo/benchmarks/gpu_common.sh"
+source "$repo/benchmarks/gpu/common.sh"
 model=${MODEL_DIR:-$HOME/models/real15} served=${SERVED:-q15}
 
 healthy() { curl -sf "http://127.0.0.1:$1/health" >/dev/null; }
@@ -40,7 +40,7 @@ if healthy 8001; then
 else
   step "starting SGLang on cores ${SGLANG_CPUS:-4-7}, --mem-fraction-static ${SGLANG_MEM:-0.6}"
   MODEL_DIR=$model MEM=${SGLANG_MEM:-0.6} PORT=8001 LOAD_FORMAT=${LOAD_FORMAT:-auto} \
-    taskset -c "${SGLANG_CPUS:-4-7}" bash "$repo/benchmarks/gpu_sglang.sh" "$served" || {
+    taskset -c "${SGLANG_CPUS:-4-7}" bash "$repo/benchmarks/gpu/sglang.sh" "$served" || {
       cp "$HOME/sglang_$served.log" "$out/" 2>/dev/null; exit 1; }
 fi
 nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader

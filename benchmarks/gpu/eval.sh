@@ -5,10 +5,10 @@
 # server_logs.tar.gz.
 #
 # Before (here, PyPI reachable; see benchmarks/README.md):
-#   benchmarks/stage_gpu_eval.sh          # -> .gpu/wheels (~35 MB), .gpu/eval/dev.tar.xz (~7 MB)
+#   benchmarks/gpu/stage_eval.sh          # -> .gpu/wheels (~35 MB), .gpu/eval/dev.tar.xz (~7 MB)
 # On the device, once vLLM serves the model at $ENDPOINT (../shared/tools/gpu/README.md):
 #   carry [".gpu/wheels", ".gpu/eval/dev.tar.xz"], timeout_s 600:
-#   bash benchmarks/gpu_eval.sh
+#   bash benchmarks/gpu/eval.sh
 # Env: ENDPOINT (http://127.0.0.1:8000/v1), MODEL (default: first of GET /models),
 #   LIMIT (first N tasks only), STRATEGIES ("in-file bm25 oracle headstart"; a variant of
 #   Headstart's settings runs as "NAME@key=value,key=value", e.g.
@@ -18,11 +18,11 @@
 #   e.g. heldout for packages never looked at while building), RESUME=1 (keep $HS_WORK/results.jsonl and run only
 #   the tasks missing from it, e.g. after a call was cut short; the machine must still be warm).
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$repo/gpu-eval-out}
 strategies=${STRATEGIES:-in-file bm25 oracle headstart}
 set_name=${TASK_SET:-dev}
-source "$repo/benchmarks/gpu_common.sh"  # 1. our Python packages (gpu_site.sh), the log
+source "$repo/benchmarks/gpu/common.sh"  # 1. our Python packages (gpu/site.sh), the log
 limit=(); [ -n "${LIMIT:-}" ] && limit=(--limit "$LIMIT")
 model=(); [ -n "${MODEL:-}" ] && model=(--model "$MODEL")
 
@@ -62,7 +62,7 @@ for strategy in $strategies; do
       IFS=, read -ra pairs <<< "${strategy#*@}"
       for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
     fi
-    "$py" "$repo/benchmarks/repo_eval.py" --tasks "$tasks" --endpoint "$endpoint" \
+    "$py" "$repo/benchmarks/quality/repo_eval.py" --tasks "$tasks" --endpoint "$endpoint" \
       --out "$results" --server-log-dir "$work/server-logs/$name" --strategy "$name" \
       "${sets[@]}" "${limit[@]}" "${model[@]}" || failed=1
   else

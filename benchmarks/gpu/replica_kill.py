@@ -8,7 +8,7 @@ serving it (the one whose /metrics shows a running request) is killed with its w
 process group. Headstart's resumable stream carries on through the router. Prints whether
 the resumed output is identical to the reference, the resumes, and the extra time.
 
-    python benchmarks/replica_kill.py [--max-tokens 512] [--kill-after 40]
+    python benchmarks/gpu/replica_kill.py [--max-tokens 512] [--kill-after 40]
 
 Replicas of one model must give one greedy continuation for the check to hold: real
 weights, or vLLM's random weights (`--load-format dummy`, seeded alike in every replica).
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.backend.client import CompletionBackend, CompletionRequest, StreamStats  # noqa: E402
@@ -108,7 +108,7 @@ async def run(args: argparse.Namespace) -> list[str]:
     finally:
         await backend.aclose()
     return [
-        f"command: python benchmarks/replica_kill.py {' '.join(sys.argv[1:])}",
+        f"command: python benchmarks/gpu/replica_kill.py {' '.join(sys.argv[1:])}",
         f"router {state.url} (model {model}) in front of {len(state.workers)} replicas; "
         f"killed {victim.url} (process group {victim.pid}) after {args.kill_after} chunks",
         f"reference: {len(reference)} characters in {reference_ms:.0f} ms; resumed: "

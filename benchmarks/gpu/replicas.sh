@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON THE GPU MACHINE: replace the single vLLM that serve_vllm.sh started with REPLICAS vLLMs
 # behind vllm-router on the same port (`headstart backend start --replicas N`), the same
-# model and the same total memory share, so `gpu_bench.sh` can compare them (docs/team.md).
+# model and the same total memory share, so `gpu/bench.sh` can compare them (docs/team.md).
 # Leaves the replicas' base URLs, comma-separated, in ~/replica_urls for
 # `BENCH_ARGS="--metrics-urls $(cat ~/replica_urls)"`.
 #
@@ -12,9 +12,9 @@
 #   share, split between the replicas on one GPU), PORT (8000), MAX_LEN (16384), VLLM_ARGS
 #   (more arguments for each vLLM, e.g. "--load-format dummy"); gpu_common's.
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$repo/gpu-replicas-out}
-source "$repo/benchmarks/gpu_common.sh"
+source "$repo/benchmarks/gpu/common.sh"
 export PYTHONPATH="$site:$repo" PATH="$HOME/bin:$PATH"
 # vLLM runs from its own site, not ours (HEADSTART_VLLM_COMMAND is used as is).
 export HEADSTART_VLLM_COMMAND="env PYTHONPATH=$HOME/site python3 -m vllm.entrypoints.openai.api_server"

@@ -3,17 +3,17 @@
 # call while the machine stays warm), wait until healthy, leave its pid in $HOME/sglang.pid.
 # The counterpart of serve_vllm.sh for the engine comparison; the flags come from
 # server/backend/engines.py's sglang_args(), so they are those `headstart backend start
-# --engine sglang` uses (our packages must be installed in $HS_SITE: benchmarks/gpu_site.sh).
-#   usage: benchmarks/gpu_sglang.sh [NAME] [extra sglang args...]
+# --engine sglang` uses (our packages must be installed in $HS_SITE: benchmarks/gpu/site.sh).
+#   usage: benchmarks/gpu/sglang.sh [NAME] [extra sglang args...]
 #   env:   MODEL_DIR ($HOME/models/real15)  PORT (8001)  MEM (0.6, --mem-fraction-static)
 #          MAX_LEN (16384)  LOAD_FORMAT (auto; dummy = random weights)  STAGE ($HOME/stage)
 #          HS_SITE ($HOME/hs-site: our packages)
 #          SAMPLING_BACKEND (pytorch, as vLLM runs with VLLM_USE_FLASHINFER_SAMPLER=0;
 #          flashinfer would JIT-compile its sampling kernels with nvcc on first use)
-# Expects the parts of benchmarks/stage_sglang.sh in $STAGE (sglang.part00, ...): unpacks them
+# Expects the parts of benchmarks/gpu/stage_sglang.sh in $STAGE (sglang.part00, ...): unpacks them
 # into $HOME/sgsite once, which sits in front of the machine's own packages (torch etc.).
 set -u
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 site=$HOME/sgsite stage=${STAGE:-$HOME/stage}
 model=${MODEL_DIR:-$HOME/models/real15}; name=${1:-$(basename "$model")}; shift $(( $# > 0 ? 1 : 0 ))
 port=${PORT:-8001}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ON THE GPU MACHINE, sourced by the gpu_*.sh benchmarks: our Python packages, the whole
-# pinned closure from the carried $stage/wheels (benchmarks/stage_gpu_eval.sh), into one
+# pinned closure from the carried $stage/wheels (benchmarks/gpu/stage_eval.sh), into one
 # folder of their own ($site) put first on PYTHONPATH for our processes only (vLLM runs
 # with its own site). Skipped when the same wheels were installed already on this machine.
 # Expects: repo, py, stage, site, and a `step` function.

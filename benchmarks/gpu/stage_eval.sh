@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# HERE (PyPI reachable): stage what benchmarks/gpu_eval.sh needs on the GPU machine.
-#   usage: benchmarks/stage_gpu_eval.sh [STAGE_DIR]     (default: .gpu of this checkout)
+# HERE (PyPI reachable): stage what benchmarks/gpu/eval.sh needs on the GPU machine.
+#   usage: benchmarks/gpu/stage_eval.sh [STAGE_DIR]     (default: .gpu of this checkout)
 #   TASK_SET (dev, heldout or unseen): the packages of benchmarks/quality/${TASK_SET}_packages.txt,
 #   made by benchmarks/quality/make_tasks.py with the list's seed (SEED overrides it);
 #   heldout: packages never looked at while tuning; unseen: in neither other list
 # STAGE_DIR must be git-ignored (.gpu/ is, through .git/info/exclude) in the checkout whose
 # working tree the device tool sends. Leaves there:
-#   wheels/           the cp312 manylinux wheels of benchmarks/gpu_requirements.txt (~35 MB)
+#   wheels/           the cp312 manylinux wheels of benchmarks/gpu/requirements.txt (~35 MB)
 #   eval/dev/         the dev task set (make_tasks.py; made once, ~29 MB unpacked)
 #   eval/dev.tar.xz   the task set, to carry (~7 MB)
 # Env: EVAL_PYTHON (a python with pip, for make_tasks.py's sdist downloads; default python3).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 stage=$(mkdir -p "${1:-$repo/.gpu}" && cd "${1:-$repo/.gpu}" && pwd)
 py=${EVAL_PYTHON:-python3}
 set_name=${TASK_SET:-dev}
@@ -52,8 +52,8 @@ mkdir -p "$stage/wheels"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
   --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 \
-  -d "$stage/wheels" -r "$repo/benchmarks/gpu_requirements.txt" 2>&1 | grep -v "^WARNING: Location" || true
-python3 - "$stage/wheels" "$repo/benchmarks/gpu_requirements.txt" <<'EOF'
+  -d "$stage/wheels" -r "$repo/benchmarks/gpu/requirements.txt" 2>&1 | grep -v "^WARNING: Location" || true
+python3 - "$stage/wheels" "$repo/benchmarks/gpu/requirements.txt" <<'EOF'
 import re, sys
 from pathlib import Path
 norm = lambda name: re.sub(r"[-_.]+", "_", name).lower()
@@ -65,7 +65,7 @@ for wheel in Path(sys.argv[1]).glob("*.whl"):
     if (norm(name), version) in wanted:
         have[norm(name)] = wheel
     else:
-        print(f"removing {wheel.name}: not in gpu_requirements.txt")
+        print(f"removing {wheel.name}: not in gpu/requirements.txt")
         wheel.unlink()
 missing = sorted(n for n, _ in wanted if n not in have)
 if missing:
@@ -78,4 +78,4 @@ tree=$(cd "$top" && { git ls-files -z; git ls-files -z --others --exclude-standa
 echo "staged in $stage: wheels ${wheels} MB, eval/$set_name.tar.xz ${data} MB; working tree ~${tree} MB"
 echo "one call carries $((wheels + data + tree)) MB of at most 64 MiB:"
 rel=${stage#"$top"/}
-echo "  carry [\"$rel/wheels\", \"$rel/eval/$set_name.tar.xz\"]  command: TASK_SET=$set_name bash benchmarks/gpu_eval.sh"
+echo "  carry [\"$rel/wheels\", \"$rel/eval/$set_name.tar.xz\"]  command: TASK_SET=$set_name bash benchmarks/gpu/eval.sh"

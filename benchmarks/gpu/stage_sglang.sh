@@ -3,15 +3,15 @@
 # carry to the GPU machine one call at a time (each call carries at most 64 MiB), for the
 # engine comparison (vLLM / SGLang / TensorRT-LLM, see server/backend/engines.py).
 # 0.5.17 is the last SGLang on torch 2.11.0, the device's torch (0.5.18+ want 2.13/2.14).
-#   usage: benchmarks/stage_sglang.sh OUTDIR     (e.g. .gpu inside your checkout, ignored by git)
+#   usage: benchmarks/gpu/stage_sglang.sh OUTDIR     (e.g. .gpu inside your checkout, ignored by git)
 # Produces OUTDIR/sglang.partNN: one gzipped tar of a site folder, to unpack on the device into
-# ~/sgsite and put in front of its own packages (PYTHONPATH=~/sgsite; benchmarks/gpu_sglang.sh).
-# The wheels are the pinned closure in benchmarks/sglang_requirements.txt (the device's torch,
+# ~/sgsite and put in front of its own packages (PYTHONPATH=~/sgsite; benchmarks/gpu/sglang.sh).
+# The wheels are the pinned closure in benchmarks/gpu/sglang_requirements.txt (the device's torch,
 # triton, CUDA libraries etc. left out). Cached in ~/.cache/headstart-gpu/sglang: a rerun is
 # instant; delete sglang.tar.gz there after editing the requirements.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:?usage: stage_sglang.sh OUTDIR}
+out=${1:?usage: gpu/stage_sglang.sh OUTDIR}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/headstart-gpu/sglang
 mkdir -p "$cache/wheels" "$out"
 if [ ! -f "$cache/sglang.tar.gz" ]; then
@@ -56,7 +56,7 @@ PY
   find "$site" -name __pycache__ -type d -prune -exec rm -rf {} +
   # PYTHONPATH does not run .pth files: nvidia_cutlass_dsl_packages.pth puts
   # nvidia_cutlass_dsl/dsl_packages on sys.path (the `cutlass` package), so the device
-  # needs PYTHONPATH=~/sgsite:~/sgsite/nvidia_cutlass_dsl/dsl_packages (gpu_sglang.sh does).
+  # needs PYTHONPATH=~/sgsite:~/sgsite/nvidia_cutlass_dsl/dsl_packages (gpu/sglang.sh does).
   tar -C "$site" -cf - . | gzip -1 > "$cache/sglang.tar.gz.tmp" && mv "$cache/sglang.tar.gz.tmp" "$cache/sglang.tar.gz"
   rm -rf "$site"
 fi

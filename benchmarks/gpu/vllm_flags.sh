@@ -2,25 +2,25 @@
 # ON THE GPU MACHINE: vLLM's settings for many typing users, chosen by measurement. For each
 # flag set in FLAGSETS ("|" between sets; an empty set is vLLM's defaults), the vLLM that
 # serve_vllm.sh started is restarted with those flags added to `--scheduling-policy
-# priority`, and the traces that benchmarks/gpu_replay.sh recorded are replayed as
-# REPLAY_USERS users beside EDITORS real editors (benchmarks/gpu_bench.sh). The same traces
+# priority`, and the traces that `MODE=replay benchmarks/gpu/bench.sh` recorded are replayed as
+# REPLAY_USERS users beside EDITORS real editors (benchmarks/gpu/bench.sh). The same traces
 # for every set, so the sets differ only in their flags. Without TRACES, real editors alone
 # type in steps of USERS (1,10,25,50), the same keys for every set: for flags that change
 # latency more than capacity. Each set starts on a fresh vLLM, so no set finds another's
 # prompts in the prefix cache. Writes $OUT/$NAME-<n>/ per set and $OUT/$NAME-flags.txt (n,
 # then the set's flags). The last set's vLLM is left running.
 #
-#   TRACES=~/traces-defaults FLAGSETS="|--stream-interval 4" bash benchmarks/gpu_vllm_flags.sh
+#   TRACES=~/traces-defaults FLAGSETS="|--stream-interval 4" bash benchmarks/gpu/vllm_flags.sh
 #   FLAGSETS='|--speculative-config {"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,"prompt_lookup_max":4}' \
-#     bash benchmarks/gpu_vllm_flags.sh
+#     bash benchmarks/gpu/vllm_flags.sh
 #
 # A restart with real weights takes ~1-2 minutes: two or three sets fit in one call.
 # Env: TRACES, USERS (without TRACES), FLAGSETS, NAME (flags), FIRST (1: the number of the
 #   first set, to go on in a later call), REPLAY_USERS (300), EDITORS (5), DRIVERS (4),
 #   STEP (20), WARMUP (5), MODEL_DIR (~/models/real15), SERVED (q15), PORT (8000),
-#   LOAD_FORMAT (auto), SERVE_VLLM (~/serve_vllm.sh), and gpu_bench.sh's (SETTINGS, CPUS, ...).
+#   LOAD_FORMAT (auto), SERVE_VLLM (~/serve_vllm.sh), and gpu/bench.sh's (SETTINGS, CPUS, ...).
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 name=${NAME:-flags}
 traces=${TRACES:-}
 out=${OUT:-$repo/gpu-bench-out}
@@ -29,7 +29,7 @@ port=${PORT:-8000}
 mkdir -p "$out"
 users=${USERS:-1,10,25,50} replay=""
 if [ -n "$traces" ]; then
-  [ -d "$traces" ] || { echo "no traces in $traces: run benchmarks/gpu_replay.sh first"; exit 1; }
+  [ -d "$traces" ] || { echo "no traces in $traces: run MODE=replay benchmarks/gpu/bench.sh first"; exit 1; }
   users=${EDITORS:-5}
   replay="--replay $traces --replay-users ${REPLAY_USERS:-300} --replay-drivers ${DRIVERS:-4}"
 fi
@@ -58,6 +58,6 @@ for flags in "${sets[@]}"; do
   fi
   printf '%s\t%s\n' "$n" "${flags:-(defaults)}" >> "$out/$name-flags.txt"
   NAME=$name-$n USERS=$users STEP=${STEP:-20} WARMUP=${WARMUP:-5} FLOOR=0 BENCH_ARGS=$replay \
-    bash "$repo/benchmarks/gpu_bench.sh"
+    bash "$repo/benchmarks/gpu/bench.sh"
   n=$((n + 1))
 done

@@ -1,14 +1,14 @@
 """Context build time of two checkouts, in lockstep: one build of A, one of B, in turn.
 
-    benchmarks/make_big_workspace.sh /tmp/bigws       # once
+    benchmarks/cache/make_big_workspace.sh /tmp/bigws       # once
     git worktree add /tmp/before <commit>             # the baseline
-    python benchmarks/context_ab.py /tmp/before . --workspace /tmp/bigws
+    python benchmarks/latency/context_ab.py /tmp/before . --workspace /tmp/bigws
 
 On a shared machine the same code's timings move by half between minutes (the host's
 other tenants), so two benchmark runs one after the other compare the minutes more than
 the code. Here each checkout runs in its own process (its own modules and caches), and
 the two take turns build by build, so both see the same minutes. The builds are
-`context_bench.py`'s: random cursors in random files (`prepare` first, untimed), then
+`latency/context_bench.py`'s: random cursors in random files (`prepare` first, untimed), then
 every keystroke of its replayed typing sessions. Printed per checkout and kind: wall and
 thread-CPU p50/p90/p99, the median of the per-build ratio B/A, and how many builds
 chose a different context (prefix, suffix or snippets) in A and B.
@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve()
 
 def sampled_files(root: Path, files: list[str], rng: random.Random) -> Iterator[tuple[str, str]]:
     """Random files of `files` (paths under `root`) with their text, without end;
-    unreadable and empty ones skipped. (`context_bench.py` samples with it too.)"""
+    unreadable and empty ones skipped. (`latency/context_bench.py` samples with it too.)"""
     while True:
         path = rng.choice(files)
         try:
@@ -48,7 +48,8 @@ def builds(
     root: Path, workspace: Path, samples: int, sessions: int
 ) -> Iterator[tuple[str, Callable[[], Any]]]:
     """(kind, build) in the order both checkouts run them, with `root`'s own modules."""
-    sys.path[:0] = [str(root), str(root / "benchmarks")]
+    # benchmarks/latency in this layout, benchmarks/ in a checkout from before it
+    sys.path[:0] = [str(root), str(root / "benchmarks" / "latency"), str(root / "benchmarks")]
     import context_bench as bench  # the checkout's own, found through sys.path
 
     from cache.index import ProjectIndex
@@ -148,7 +149,7 @@ def main() -> None:
         worker(args.worker, args.workspace, args.samples, args.sessions)
         return
 
-    sys.path.insert(0, str(HERE.parent.parent))
+    sys.path.insert(0, str(HERE.parents[2]))
     from server.metrics import percentile
 
     roots = [args.a.resolve(), args.b.resolve()]

@@ -1,7 +1,7 @@
 """Context building on a large workspace: time per build, and prompt-prefix stability.
 
-    benchmarks/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists, once
-    python benchmarks/context_bench.py /tmp/bigws
+    benchmarks/cache/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists, once
+    python benchmarks/latency/context_bench.py /tmp/bigws
 
 1. Build time: random cursor positions in random Python files. The cache queue is
    activated for each file first, as the server does when a document is opened (not
@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from context_ab import sampled_files  # noqa: E402

@@ -7,7 +7,7 @@ does start with the characters (vLLM's regex dialect reads the server's pattern)
 whether a healed answer can still end on each of the template's special tokens (a grammar
 may mask tokens that no regex spells): each is pushed with a logit bias, plain and healed.
 
-    python benchmarks/healing_cost.py --endpoint http://127.0.0.1:8000/v1 [--requests 40]
+    python benchmarks/latency/healing_cost.py --endpoint http://127.0.0.1:8000/v1 [--requests 40]
         [--concurrency 16] [--max-tokens 32]
 
 Each request types a different word at the end of one line of a ~2k-token Qwen prompt
@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.backend.client import starting_with  # noqa: E402

@@ -1,7 +1,7 @@
 """Hover hints and semantic tokens on a large workspace: the server's time per request.
 
-    benchmarks/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists, once
-    python benchmarks/hover_bench.py /tmp/bigws
+    benchmarks/cache/make_big_workspace.sh /tmp/bigws       # stdlib + 32 PyPI sdists, once
+    python benchmarks/latency/hover_bench.py /tmp/bigws
 
 1. Hover (target p99 <= 5 ms; wall time, and the thread's CPU time, which a machine
    shared with other work does not inflate): random Python files of the workspace are opened as the
@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from context_bench import load, python_files  # noqa: E402  (beside this script)

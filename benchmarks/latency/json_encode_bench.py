@@ -3,7 +3,7 @@
 (server.backend.client.json_body), in turns, on a body of N token ids like the one a
 keystroke sends vLLM. Prints p50/p99 per encoder and their ratio.
 
-    python benchmarks/json_encode_bench.py --tokens 4096 --rounds 5000
+    python benchmarks/latency/json_encode_bench.py --tokens 4096 --rounds 5000
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from server.backend.client import json_body
 

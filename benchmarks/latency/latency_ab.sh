@@ -7,13 +7,13 @@
 # and the transport (round trip less the server's own time) at p50/p99.
 #
 #   git worktree add /tmp/before HEAD~1
-#   benchmarks/latency_ab.sh /tmp/before . WORKSPACE TOKENIZER.json
+#   benchmarks/latency/latency_ab.sh /tmp/before . WORKSPACE TOKENIZER.json
 #
 # Env: USERS (1,4), SECS (60), ROUNDS (2), PORT (18462), OUT (/tmp/latency-ab),
 #   PYTHON (.venv/bin/python).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-usage="usage: latency_ab.sh BEFORE_TREE AFTER_TREE WORKSPACE TOKENIZER.json"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+usage="usage: latency/latency_ab.sh BEFORE_TREE AFTER_TREE WORKSPACE TOKENIZER.json"
 before=$(cd "${1:?$usage}" && pwd); after=$(cd "${2:?$usage}" && pwd)
 workspace=$(cd "${3:?$usage}" && pwd); tokenizer=$(realpath "${4:?$usage}")
 py=${PYTHON:-$repo/.venv/bin/python}; port=${PORT:-18462}; out=${OUT:-/tmp/latency-ab}

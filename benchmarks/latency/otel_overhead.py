@@ -13,7 +13,7 @@ editor's round trip, p50 and p99, and their ratio on/off.
 Off, the request path only asks `tracing.enabled()` and enters the shared do-nothing span at
 each stage: `--calls` times those calls alone, as many as one keystroke makes.
 
-    .venv/bin/python benchmarks/otel_overhead.py [--keys 400]
+    .venv/bin/python benchmarks/latency/otel_overhead.py [--keys 400]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 

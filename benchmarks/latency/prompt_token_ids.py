@@ -1,6 +1,6 @@
 """What token-id prompts save: vLLM's API-server CPU per request, text against ids.
 
-    python benchmarks/prompt_token_ids.py --url http://127.0.0.1:8000/v1 --repo DIR \\
+    python benchmarks/latency/prompt_token_ids.py --url http://127.0.0.1:8000/v1 --repo DIR \\
         [--files 6] [--keys 40] [--rounds 2] [--context-tokens 4096] [--out results.json]
 
 Keystrokes are simulated on the largest Python files of DIR: the cursor steps one
@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.bench.stats import parse_metrics  # noqa: E402

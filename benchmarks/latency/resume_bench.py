@@ -8,8 +8,8 @@ response's size) and once broken at a uniformly random byte of that size, and re
 `server.backend.resume.resumable_stream`. Reported: the share of resumed outputs identical to the
 reference, and the extra time a resume costs (broken minus unbroken, p50/p99).
 
-    python benchmarks/resume_bench.py [--streams 1000]            # the fake model (tests/)
-    python benchmarks/resume_bench.py --endpoint http://127.0.0.1:8000/v1 --streams 200
+    python benchmarks/latency/resume_bench.py [--streams 1000]            # the fake model (tests/)
+    python benchmarks/latency/resume_bench.py --endpoint http://127.0.0.1:8000/v1 --streams 200
 
 Against the fake, each stream's text is scripted and the fake continues a token-id prompt
 where the cut stream left off, as a deterministic model does. Against vLLM the prompts
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -66,7 +66,8 @@ def fake_requests(count: int, rng: random.Random) -> tuple[list[CompletionReques
 
 
 def vllm_requests(count: int, endpoint: str) -> list[CompletionRequest]:
-    import fim_server_eval as fim  # benchmarks/, beside this file
+    sys.path.insert(0, str(ROOT / "benchmarks" / "quality"))
+    import fim_server_eval as fim
     import httpx
 
     from server.completion.prompt import choose_template
@@ -141,7 +142,7 @@ async def run(args: argparse.Namespace) -> list[str]:
             fake.stop()
     total = len(extra_ms)
     return [
-        f"command: python benchmarks/resume_bench.py {' '.join(sys.argv[1:])}",
+        f"command: python benchmarks/latency/resume_bench.py {' '.join(sys.argv[1:])}",
         f"backend: {args.endpoint or 'the fake model (tests/fake_openai.py)'}; "
         f"policy: overlap {policy.overlap_tokens} tokens, backoff {policy.backoff_ms} ms",
         f"{total} streams broken at a random byte of the response (+{skipped} empty, skipped)",

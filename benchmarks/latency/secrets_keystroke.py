@@ -11,7 +11,8 @@ the wall-time tail whatever runs);
 and, once, what the index's scan of the file costs when the editor opens it (which fills
 the per-line memo) and again after an edit (the debounced buffer refresh).
 
-    .venv/bin/python benchmarks/secrets_keystroke.py --keys 3000 --out /tmp/secrets_keys.json
+    .venv/bin/python benchmarks/latency/secrets_keystroke.py --keys 3000 \
+        --out /tmp/secrets_keys.json
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import server.completion.request as request_module  # noqa: E402

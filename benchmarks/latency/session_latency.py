@@ -7,7 +7,7 @@ very same prompt the backend is also asked directly, over a plain HTTP stream: i
 to first token (TTFT) and the time until the same stop rules end the suggestion. The
 order alternates per keystroke so that neither side always gets the warmer prefix cache.
 
-    python benchmarks/session_latency.py --backend-url http://127.0.0.1:8000/v1 --out r.json
+    python benchmarks/latency/session_latency.py --backend-url http://127.0.0.1:8000/v1 --out r.json
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.bench.editor_session import EditorSession  # noqa: E402
@@ -100,7 +100,7 @@ async def run(url: str, keys_per_line: int, max_keys: int) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=url, timeout=30, trust_env=False) as raw:
         model = (await raw.get("/models")).json()["data"][0]["id"]
         # every keystroke must reach the model to compare with the raw stream, so the
-        # suggestion cache is off (benchmarks/typing_cache_bench.py measures it)
+        # suggestion cache is off (benchmarks/latency/typing_cache_bench.py measures it)
         settings = {"backend": {"url": url}, "completion": {"reuseTypedSuggestions": False}}
         async with EditorSession(SAMPLE, settings) as editor:
             for path, row, start in plan:

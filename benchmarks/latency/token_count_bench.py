@@ -9,7 +9,7 @@ A 6,000-character prefix of real Python (the standard library) is counted:
 - fit: `fit_tail` of that prefix to 1,024 tokens (half of the default 2,048-token
   context), warm, as the context builder calls it.
 
-    python benchmarks/token_count_bench.py [--tokenizer PATH/TO/tokenizer.json]
+    python benchmarks/latency/token_count_bench.py [--tokenizer PATH/TO/tokenizer.json]
 
 Without --tokenizer it looks for a Qwen tokenizer the way the tests do (HEADSTART_HOME's
 model folders, .gpu/models, the Hugging Face cache).
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tokenizers import Tokenizer  # noqa: E402

@@ -7,14 +7,14 @@ keystroke's trace is drawn, or the one `--trace` names. Each span is a bar on it
 under its parent, coloured by the service that made it; the span that held the keystroke
 longest by itself (its time less its children's) is red, and the title says how long.
 
-    python benchmarks/trace_waterfall.py --spans spans.jsonl --out trace.png
+    python benchmarks/latency/trace_waterfall.py --spans spans.jsonl --out trace.png
 
 `--demo` makes such a keystroke here, with no GPU: the fake model (tests/fake_openai.py)
 told to wait `--first-delay-ms` before its first chunk (as a loaded engine's queue and
 prefill would), `headstart serve` with `log.openTelemetry` on, exporting to a receiver in
 this process, and one key typed in the sample project:
 
-    python benchmarks/trace_waterfall.py --demo --out docs/trace_waterfall.png
+    python benchmarks/latency/trace_waterfall.py --demo --out docs/trace_waterfall.png
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -212,7 +212,7 @@ def main() -> int:
             "Made here without a GPU: the fake OpenAI-compatible model (tests/fake_openai.py) "
             f"waits {args.first_delay_ms:.0f} ms before its first chunk, as a loaded engine's "
             "queue and prefill would; exported through the Rotel collector. "
-            "benchmarks/trace_waterfall.py --demo"
+            "benchmarks/latency/trace_waterfall.py --demo"
         )
     elif args.spans is not None:
         spans = read_spans(args.spans)

@@ -10,7 +10,7 @@ it does when the model is right. The same replay runs twice in one process, with
 `completion.reuseTypedSuggestions` on and then off (the baseline); a reply counts as a
 cache hit when the fake saw no request for it.
 
-    python benchmarks/typing_cache_bench.py [--root DIR] [--max-keys 1500] [--out FILE]
+    python benchmarks/latency/typing_cache_bench.py [--root DIR] [--max-keys 1500] [--out FILE]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -185,7 +185,7 @@ async def main_async(args: Any) -> list[str]:
     root = args.root.resolve()
     plan = typing_plan(root, args.max_keys, args.lines_per_file)
     out = [
-        f"command: python benchmarks/typing_cache_bench.py {' '.join(sys.argv[1:])}",
+        f"command: python benchmarks/latency/typing_cache_bench.py {' '.join(sys.argv[1:])}",
         f"workspace: {root}; {len(plan)} lines retyped from their indentation, one key at a time",
         f"fake backend: first token after {args.first_ms} ms, then {args.token_ms} ms per "
         "token (4 characters); it answers the real rest of the line",

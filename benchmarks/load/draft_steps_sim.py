@@ -13,13 +13,13 @@ counted from the prompt and the output alone.
 Two sources of (prompt, output):
 
     # the repo-level tasks: prompts as the server builds them (a fake model's /_events
-    # after benchmarks/repo_eval.py ran against it), outputs from a real model's results
-    python benchmarks/draft_steps_sim.py --tokenizer tokenizer.json \\
+    # after benchmarks/quality/repo_eval.py ran against it), outputs from a real model's results
+    python benchmarks/load/draft_steps_sim.py --tokenizer tokenizer.json \\
         --events EVENTS.json --tasks tasks.jsonl --predictions results.jsonl
     # recorded typing (headstart bench run --record DIR): each keystroke's prompt, and
     # the rest of the typed line from the workspace's source as the output (where the
     # model is right)
-    python benchmarks/draft_steps_sim.py --tokenizer tokenizer.json --traces DIR --source ROOT
+    python benchmarks/load/draft_steps_sim.py --tokenizer tokenizer.json --traces DIR --source ROOT
 
 Prints the tokens to the line end and the decode steps with no drafts, then, for each
 setting, the steps (mean, ratio, p50/p90/p99) and the draft tokens a step checks (the
@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 from tokenizers import Tokenizer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from server.metrics import percentiles
 

@@ -8,7 +8,7 @@ prefill is the engine's main work, so the uncached tokens per request are what a
 change must lower. The cache is taken as unbounded (a 1.5B model's KV cache on an H200
 holds millions of tokens) and shared by every user of the trace.
 
-    python benchmarks/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
+    python benchmarks/load/prompt_cache_sim.py DIR [--tokenizer tokenizer.json] [--suffix-tokens N]
         [--same-snippets prefetch|visit] [--head-first NEAR,STRIDE] [--line-start [--heal]]
         [--replicas N]
 
@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 from tokenizers import Tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 

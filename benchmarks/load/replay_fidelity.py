@@ -14,7 +14,7 @@ in its prefix cache queue for one prefill of a fixed rate, by priority):
 Each arm's requests are counted where the backend sees them (the fake's event log), by
 priority, with their time to first token; a faithful replay is close to `real`.
 
-    python benchmarks/replay_fidelity.py --users 3 --seconds 60 --rate 4000 \
+    python benchmarks/load/replay_fidelity.py --users 3 --seconds 60 --rate 4000 \
         [--before /tmp/before] [--out /tmp/replay-fidelity]
 """
 
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_openai import FakeBackend  # noqa: E402
 

@@ -4,10 +4,10 @@
 # (0 keystroke, 2 prefetch) from its request traces: what a change does to the requests a
 # typing user sends, without a GPU. The fake's suggestions are never the real text, so no
 # suggestion is ever accepted.
-#   usage: benchmarks/requests_ab.sh BEFORE_TREE AFTER_TREE [OUT]   (e.g. a `git worktree`)
+#   usage: benchmarks/load/requests_ab.sh BEFORE_TREE AFTER_TREE [OUT]   (e.g. a `git worktree`)
 set -u
 before=${1:?checkout before}; after=${2:?checkout after}; out=${3:-/tmp/requests-ab}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 py=${PYTHON:-$repo/.venv/bin/python}
 rm -rf "$out" && mkdir -p "$out"
 port=18433

@@ -5,7 +5,7 @@ messages, the size of each cache: `log.statsIntervalS` lines in a shared log fil
 shows as growth after the first minutes (caches filling and the first imports are
 expected before that).
 
-    python benchmarks/soak.py --users 50 --minutes 60 --settle 5 --out docs/results/soak
+    python benchmarks/load/soak.py --users 50 --minutes 60 --settle 5 --out docs/results/soak
 
 Writes OUT/samples.json, OUT/soak.png (with matplotlib) and prints, per sample, the
 servers' totals; at the end, the growth from the sample at --settle minutes to the last,
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai import FakeBackend  # noqa: E402

@@ -1,11 +1,11 @@
 """An offline proxy for the repository-level benchmark: does the context hold the answer?
 
-    python benchmarks/context_recall.py --tasks DEV/tasks.jsonl [--limit N] \\
+    python benchmarks/quality/context_recall.py --tasks DEV/tasks.jsonl [--limit N] \\
         [--set similarCodeShare=0 ...]
 
 No model: for every task (benchmarks/quality/make_tasks.py's tasks.jsonl) the
 context is built as the server builds it (the repository copied with every task's line
-cut at its cursor, as benchmarks/repo_eval.py does; `prepare`, then `build` at the cursor,
+cut at its cursor, as benchmarks/quality/repo_eval.py does; `prepare`, then `build` at the cursor,
 the completion settings' budget counted at chars/4) and checked for the expected line:
 
 - sym: the cross-file name at the cursor appears in the snippets (other files' code);
@@ -14,7 +14,7 @@ the completion settings' budget counted at chars/4) and checked for the expected
 - line: the expected rest of line appears whole in the snippets (a call site to copy).
 
 The eval's BM25 prompt (its 5 chunks, 1,000 tokens) is scored the same way, for scale.
-`--set` takes completion settings as repo_eval.py does, e.g. similarCodeShare=0.
+`--set` takes completion settings as quality/repo_eval.py does, e.g. similarCodeShare=0.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "quality"))
 
 from repo_eval import completion_overrides, group_by_repo, prepare_workspace  # noqa: E402
 

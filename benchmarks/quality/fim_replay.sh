@@ -4,12 +4,12 @@
 # Runs on this machine in a minute or two: the model ran once, when the outputs were
 # recorded (docs/results/fim_raw/, or RECORD=1 against ENDPOINT; see benchmarks/README.md).
 #
-#   benchmarks/fim_replay.sh [BASE_REV]     # BASE_REV: a commit, tag or branch (default HEAD~1)
+#   benchmarks/quality/fim_replay.sh [BASE_REV]     # BASE_REV: a commit, tag or branch (default HEAD~1)
 # Env: SETS ("multi single safim-block"), RAW (docs/results/fim_raw), OUT (a temporary
 #   folder), RECORD=1 to record the raw outputs first (ENDPOINT, default :8012, the CPU model
 #   of ../shared/tools/model; one at a time, 128 tokens, every STRIDE_<set>th problem).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 py=${PYTHON:-$repo/.venv/bin/python}
 fim=$repo/../shared/eval/fim
 raw=${RAW:-$repo/docs/results/fim_raw}
@@ -23,7 +23,7 @@ declare -A stride=([single]=${STRIDE_single:-12} [multi]=${STRIDE_multi:-50}
 base=$out/base
 git -C "$repo" worktree add -q --detach "$base" "$base_rev"
 trap 'git -C "$repo" worktree remove --force "$base"' EXIT
-cp "$repo/benchmarks/fim_server_eval.py" "$base/benchmarks/"  # the same harness for both
+cp "$repo/benchmarks/quality/fim_server_eval.py" "$base/benchmarks/"  # the same harness for both
 mkdir -p "$out/data" "$raw"
 printf '%-14s %-10s %5s %8s %8s\n' set rules n 'pass@1' 'EM'
 for set in ${SETS:-multi single safim-block}; do
@@ -35,14 +35,14 @@ with gzip.open(sys.argv[2], "wt") as f:
     f.writelines(rows)
 EOF
   if [ "${RECORD:-0}" = 1 ]; then
-    "$py" "$repo/benchmarks/fim_server_eval.py" --dataset "$set" --stride "${stride[$set]}" \
+    "$py" "$repo/benchmarks/quality/fim_server_eval.py" --dataset "$set" --stride "${stride[$set]}" \
       --endpoint "${ENDPOINT:-http://127.0.0.1:8012/v1}" --raw "$raw/$set.jsonl" \
       --max-tokens 128 --concurrency 1
   fi
   raw_file=$raw/$set.jsonl; [ -f "$raw_file" ] || raw_file=$raw_file.xz
   for rules in base this; do
     tree=$repo; [ "$rules" = base ] && tree=$base
-    (cd "$tree" && "$py" benchmarks/fim_server_eval.py --dataset "$set" --data "$out/data" \
+    (cd "$tree" && "$py" benchmarks/quality/fim_server_eval.py --dataset "$set" --data "$out/data" \
       --replay "$raw_file" --out "$out/$set-$rules.jsonl")
     python3 "$fim/fim_eval.py" --dataset "$set" --data-dir "$out/data" --quiet \
       --completions "$out/$set-$rules.jsonl" --summary "$out/$set-$rules.json" > /dev/null

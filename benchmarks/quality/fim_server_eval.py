@@ -7,8 +7,8 @@ context), an inline completion is asked for at column 0 of the empty line, and t
 suggestion is what an editor would insert. The filled program is `prefix + suggestion +
 "\\n" + suffix`, so the completion handed to fim_eval.py is the suggestion plus a newline.
 
-    python benchmarks/fim_server_eval.py --dataset single --endpoint http://127.0.0.1:8000/v1 \\
-        --out single.jsonl [--limit N] [--concurrency 16]
+    python benchmarks/quality/fim_server_eval.py --dataset single \\
+        --endpoint http://127.0.0.1:8000/v1 --out single.jsonl [--limit N] [--concurrency 16]
     python ../shared/eval/fim/fim_eval.py --dataset single --completions single.jsonl
 
 `--raw FILE` asks the backend directly instead, with the prompt the server would build
@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.bench.editor_session import EditorSession  # noqa: E402

@@ -10,8 +10,8 @@ The output is the format of benchmarks/quality/run_baselines.py, with strategy "
 so that benchmarks/quality/score.py scores Headstart next to the in-file, BM25 and oracle
 prompts:
 
-    python benchmarks/repo_eval.py --tasks DEV/tasks.jsonl --endpoint http://127.0.0.1:8000/v1 \\
-        --out results.jsonl [--limit N] [--model NAME]
+    python benchmarks/quality/repo_eval.py --tasks DEV/tasks.jsonl \\
+        --endpoint http://127.0.0.1:8000/v1 --out results.jsonl [--limit N] [--model NAME]
     python benchmarks/quality/score.py results.jsonl --paired
 
 Fairness: the server works on a copy of each repository, named after the package (as the
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from server.bench.editor_session import EditorSession  # noqa: E402

@@ -7,7 +7,7 @@
 
 Each task's prompt (baselines.py) is posted to ENDPOINT/completions with temperature 0,
 48 tokens at most and "\\n" as stop; the first line of the answer is appended to --out as
-one JSON record (the format score.py reads, which benchmarks/repo_eval.py writes too).
+one JSON record (the format score.py reads, which benchmarks/quality/repo_eval.py writes too).
 Tasks already in --out for the same strategy are skipped, so a cut run is restarted by
 running it again; several strategies may share one file. The server must read the `<|...|>`
 markers as special tokens (vLLM and llama.cpp's server do for Qwen2.5-Coder).

@@ -3,7 +3,7 @@
 
     python benchmarks/quality/score.py results.jsonl [more.jsonl ...] [--by-package] [--paired]
 
-Each input line is one answered task, as run_baselines.py and benchmarks/repo_eval.py write
+Each input line is one answered task, as run_baselines.py and benchmarks/quality/repo_eval.py write
 it: at least `task_id`, `package`, `strategy`, `prediction` and `groundtruth` (`model` is
 optional). Prediction and ground truth are compared after `str.strip()`:
 

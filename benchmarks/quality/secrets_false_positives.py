@@ -11,7 +11,7 @@ value in a file other than the task's (an upper bound for the other files' snipp
 with `--prompts` too, the tasks whose whole prompt differs, built as the server builds it
 over the indexed repository (minutes: every repository is indexed).
 
-    .venv/bin/python benchmarks/secrets_false_positives.py .gpu/eval/*/repos \\
+    .venv/bin/python benchmarks/quality/secrets_false_positives.py .gpu/eval/*/repos \\
         --tasks .gpu/eval/*/tasks.jsonl [--prompts] --out /tmp/secrets_fp.json
 """
 
@@ -24,7 +24,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cache.scan import is_secret_name  # noqa: E402

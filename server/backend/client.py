@@ -39,7 +39,7 @@ def json_body(body: dict[str, Any]) -> bytes:
     a document) sent as U+FFFD: httpx's encoder fails the whole request on one.
 
     orjson first: a keystroke's body of 4k token ids takes it 0.04 ms at p50 and 0.06 at
-    p99, against json's 0.33 and 4.6 (benchmarks/json_encode_bench.py). It refuses a
+    p99, against json's 0.33 and 4.6 (benchmarks/latency/json_encode_bench.py). It refuses a
     lone surrogate, which json then encodes and the replacement below repairs."""
     try:
         return orjson.dumps(body)

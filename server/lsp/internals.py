@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREFIX = "internals: "
-"""Starts each line; JSON follows (`benchmarks/soak.py` parses it)."""
+"""Starts each line; JSON follows (`benchmarks/load/soak.py` parses it)."""
 
 
 def internals(ls: HeadstartServer) -> dict[str, int]:
