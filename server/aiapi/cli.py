@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from server.aiapi.service_cli import add_service_parsers, run_service_command
+
+if TYPE_CHECKING:
+    from server.aiapi.document import ContractDocument
 
 LANGUAGE_CHOICES = ("python", "typescript", "go")
 
@@ -51,6 +56,19 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "Python client's contract tests against a Prism mock of the document; serve the "
         "Python and Go stubs and run their test skeletons against them, and the Python "
         "test skeleton against Prism",
+    )
+    generate.add_argument(
+        "--with-model",
+        action="store_true",
+        help="let the model write docstrings and a README for the Python client (at the "
+        "refactor priority, from the same backend settings as the editor); a piece that "
+        "fails the checks keeps the generated text (docs/aiapi.md, Model-written parts)",
+    )
+    generate.add_argument(
+        "--settings",
+        default="{}",
+        help="with --with-model: Headstart settings as JSON, as an editor sends them "
+        "(HEADSTART_BACKEND_URL and the other HEADSTART_* variables still win)",
     )
     add_service_parsers(aiapi_commands)
 
@@ -126,7 +144,33 @@ def run_aiapi(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
         else:
             print(f"{scaffold.label}: {scaffold.folder}")
+    if args.with_model and not _write_model_parts(document, args, languages, say):
+        return 2
     if args.zip:
         archive = write_zip(args.out, args.out.with_name(args.out.name + ".zip"))
         print(f"zip: {archive}")
     return 0 if result.ok else 1
+
+
+def _write_model_parts(
+    document: ContractDocument,
+    args: argparse.Namespace,
+    languages: tuple[str, ...],
+    say: Callable[[str], None],
+) -> bool:
+    """The model-written parts over what was generated; False when the settings are bad."""
+    from server.aiapi.model_parts import model_options
+    from server.aiapi.model_python import write_python_parts
+    from server.config import SettingsError
+
+    try:
+        options = model_options(args.settings)
+    except (SettingsError, ValueError) as exc:
+        print(f"headstart aiapi generate: bad --settings: {exc}", file=sys.stderr)
+        return False
+    if "python" in languages:
+        say(write_python_parts(document, args.out, options, progress=say).summary())
+    others = [language for language in languages if language != "python"]
+    if others:
+        say(f"{', '.join(others)}: no model-written parts yet (Python only)")
+    return True

@@ -1,0 +1,391 @@
+"""The Python client's model-written parts: a docstring per method, and a README.
+
+A docstring is written from the operation's own summary, description and parameters and
+replaces the one-line summary the generator wrote in both Client and AsyncClient. Each
+answer is checked alone first (plain text of a few lines, no repeated masked value, the
+module still compiles with it in place), then all of them together by the checks of the
+deterministic output: ruff format and mypy --strict over the package. A docstring that
+mypy's errors point into goes back to the generator's, and the rest are checked again.
+
+The README (python/README.md) is the model's when its Python examples parse and call
+only methods the client has; else the generator's own README.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from server.aiapi.document import ContractDocument
+from server.aiapi.model_parts import (
+    Answer,
+    ModelOptions,
+    ModelReport,
+    PieceOutcome,
+    ask_all,
+    chat_prompt,
+    holds_mask,
+    masked,
+    request_for,
+)
+from server.aiapi.naming import comment_text
+from server.aiapi.operations import Operation
+from server.aiapi.python_client import client_methods, package_name, ruff_format
+from server.aiapi.tools import GeneratorError
+from server.aiapi.verify import check_python
+
+CLIENT_CLASSES: Final = ("Client", "AsyncClient")
+MAX_DOC_LINES: Final = 12
+MAX_DOC_CHARS: Final = 900
+MAX_README_LINES: Final = 200
+DOCSTRING_SYSTEM: Final = (
+    "You write docstrings for the methods of a generated Python API client. A docstring "
+    "says what the operation does and what its arguments mean, only from the text given: "
+    "never invent behaviour, errors, defaults or limits it does not state."
+)
+README_SYSTEM: Final = (
+    "You write the README.md of a generated Python API client. Say only what the text "
+    "given says about the API; use only the package, classes and methods listed."
+)
+_CALL: Final = re.compile(r"\b(?:client|api|async_client)\.([A-Za-z_]\w*)\s*\(")
+
+
+def write_python_parts(
+    document: ContractDocument,
+    out: Path,
+    options: ModelOptions,
+    progress: Callable[[str], None] | None = None,
+) -> ModelReport:
+    """Ask for the docstrings and the README of out/python, keep those that pass the
+    checks, and report on each."""
+    started = time.perf_counter()
+    report = ModelReport("python")
+    folder = out / "python"
+    package = folder / package_name(document)
+    if not (package / "client.py").is_file():
+        report.message = "no Python client to add to (generation failed?)"
+        return report
+    methods = client_methods(document)
+    raw = {(route, method): op for route, method, op, _ in document.operations()}
+    requests = {
+        f"docstring:{name}": request_for(
+            chat_prompt(DOCSTRING_SYSTEM, docstring_task(document, name, op, raw)),
+            options.max_tokens,
+        )
+        for name, op in methods
+    }
+    requests["readme"] = request_for(
+        chat_prompt(README_SYSTEM, readme_task(document, package.name, methods)),
+        options.readme_max_tokens,
+    )
+    if progress is not None:
+        progress(f"python: asking the model for {len(requests)} parts")
+    answers, message = ask_all(requests, options)
+    report.seconds = time.perf_counter() - started
+    deterministic_readme = fallback_readme(document, package.name, methods)
+    if message is not None:
+        report.message = message
+        (folder / "README.md").write_text(deterministic_readme, encoding="utf-8")
+        return report
+    docstrings = {
+        name: answers.get(f"docstring:{name}", Answer(None, "not asked")) for name, _ in methods
+    }
+    report.pieces += apply_docstrings(package, docstrings, options.check_timeout_s)
+    readme, outcome = checked_readme(answers.get("readme", Answer(None, "not asked")), methods)
+    report.pieces.append(outcome)
+    (folder / "README.md").write_text(readme or deterministic_readme, encoding="utf-8")
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# --- prompts ----------------------------------------------------------------------------------
+
+
+def docstring_task(
+    document: ContractDocument,
+    name: str,
+    op: Operation,
+    raw: dict[tuple[str, str], dict[str, Any]],
+) -> str:
+    """What the model is told about one method: the operation's own words, masked."""
+    source = raw.get((op.route, op.method), {})
+    arguments = {param.name: python for param, python in _arguments(op)}
+    lines = [
+        f"The method `{name}` of the Python client for {document.title!r} calls "
+        f"{op.method.upper()} {op.route}"
+        + (f" (operationId {op.operation_id})." if op.operation_id else "."),
+    ]
+    for key in ("summary", "description"):
+        text = source.get(key)
+        if isinstance(text, str) and text.strip():
+            lines.append(f"{key.capitalize()}: {' '.join(text.split())[:600]}")
+    for param in op.parameters:
+        need = "required" if param.required else "optional"
+        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
+        lines.append(
+            f"Argument `{arguments[param.name]}` ({param.location} {param.name}, {need}){what}"
+        )
+    if op.body is not None:
+        lines.append(
+            f"Request body: {op.body.media_type} ({'required' if op.body_required else 'optional'})"
+        )
+    answer = f"JSON ({op.result.media_type})" if op.result.is_json else op.result.media_type
+    lines.append(f"Answer: {answer or 'none'}")
+    lines.append(
+        "\nWrite its docstring's text only, without the quotes: a first line that says what "
+        "it does, then, when there are arguments, one line per argument. At most 8 lines."
+    )
+    return masked("\n".join(lines), document.path.name)
+
+
+def readme_task(
+    document: ContractDocument, package: str, methods: list[tuple[str, Operation]]
+) -> str:
+    info = document.info
+    description = info.get("description")
+    lines = [
+        f"The package `{package}` is a typed Python client for {document.title!r} "
+        f"{document.api_version} (from {document.path.name}): pydantic v2 models in "
+        f"`{package}.models`, and `Client` (blocking, httpx) and `AsyncClient` (asyncio) in "
+        f"`{package}`, both taking the base URL and used as context managers.",
+    ]
+    if isinstance(description, str) and description.strip():
+        lines.append(f"The API's description: {' '.join(description.split())[:1500]}")
+    lines.append("The methods (the same on both classes):")
+    lines += [
+        f"- {name}: {op.method.upper()} {op.route} - {comment_text(op.summary)}"
+        for name, op in methods
+    ]
+    lines.append(
+        "\nWrite README.md: what the API is, how to install the dependencies (httpx, "
+        "pydantic), one short example in a ```python block, and the list of methods."
+    )
+    return masked("\n".join(lines), document.path.name)
+
+
+def _arguments(op: Operation) -> list[tuple[Any, str]]:
+    from server.aiapi.python_client import argument_names
+
+    return list(argument_names(op))
+
+
+# --- docstrings -------------------------------------------------------------------------------
+
+
+def docstring_text(answer: str) -> tuple[str | None, str]:
+    """The docstring's text from an answer, or None and why it cannot be one."""
+    text = answer.strip()
+    if text.startswith("```"):
+        text = "\n".join(line for line in text.split("\n") if not line.startswith("```")).strip()
+    for quotes in ('"""', "'''"):
+        if text.startswith(quotes) and text.endswith(quotes) and len(text) >= 6:
+            text = text[3:-3].strip()
+    lines = [line.rstrip() for line in text.split("\n")]
+    if not text:
+        return None, "the answer is empty"
+    if holds_mask(text):
+        return None, "it repeats a masked credential"
+    if len(lines) > MAX_DOC_LINES or len(text) > MAX_DOC_CHARS:
+        return None, f"longer than {MAX_DOC_LINES} lines or {MAX_DOC_CHARS} characters"
+    if "```" in text:
+        return None, "it holds code"
+    return "\n".join(lines), ""
+
+
+def render_docstring(text: str, indent: str) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return f'{indent}"""{lines[0]}"""\n'
+    rest = "".join(f"{indent}{line}\n" if line.strip() else "\n" for line in lines[1:])
+    return f'{indent}"""{lines[0]}\n{rest}{indent}"""\n'
+
+
+def docstring_spans(source: str) -> dict[str, list[tuple[int, int, str]]]:
+    """Per method name: the (first, end) 0-based line spans of its docstrings in Client and
+    AsyncClient, with their indentation."""
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.ClassDef) and node.name in CLIENT_CLASSES):
+            continue
+        for item in node.body:
+            if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) or not item.body:
+                continue
+            first = item.body[0]
+            # the generator's first statement is the docstring; in a model's version
+            # it may be any expression (a string with code spliced in), still its span
+            if isinstance(first, ast.Expr) and first.end_lineno is not None:
+                spans.setdefault(item.name, []).append(
+                    (first.lineno - 1, first.end_lineno, " " * first.col_offset)
+                )
+    return spans
+
+
+def with_docstrings(source: str, texts: dict[str, str]) -> str:
+    """`source` with each named method's docstrings (sync and async) replaced."""
+    lines = source.splitlines(keepends=True)
+    edits = [
+        (start, end, render_docstring(texts[name], indent))
+        for name, spans in docstring_spans(source).items()
+        if name in texts
+        for start, end, indent in spans
+    ]
+    for start, end, text in sorted(edits, reverse=True):
+        lines[start:end] = [text]
+    return "".join(lines)
+
+
+def apply_docstrings(
+    package: Path, answers: dict[str, Answer], timeout_s: float
+) -> list[PieceOutcome]:
+    """Put in the docstrings that pass the checks; the others stay the generator's."""
+    client = package / "client.py"
+    original = client.read_text(encoding="utf-8")
+    outcomes: dict[str, PieceOutcome] = {}
+    candidates: dict[str, str] = {}
+    for name, answer in answers.items():
+        if answer.text is None:
+            outcomes[name] = PieceOutcome("docstring", name, False, answer.error or "no answer")
+            continue
+        text, why = docstring_text(answer.text)
+        if text is None:
+            outcomes[name] = PieceOutcome("docstring", name, False, why)
+            continue
+        try:
+            compile(with_docstrings(original, {name: text}), str(client), "exec")
+        except (SyntaxError, ValueError) as exc:
+            reason = f"the module no longer compiles: {getattr(exc, 'msg', exc)}"
+            outcomes[name] = PieceOutcome("docstring", name, False, reason)
+            continue
+        candidates[name] = text
+    for _ in range(2):  # the failing pieces out, then once more with the rest
+        if not candidates:
+            break
+        failed, why = _check_with(package, original, candidates, timeout_s)
+        if not failed:
+            break
+        for name in failed:
+            outcomes[name] = PieceOutcome("docstring", name, False, why)
+            del candidates[name]
+    else:
+        if candidates:  # still failing after the second round: none of them goes in
+            for name in candidates:
+                outcomes[name] = PieceOutcome("docstring", name, False, "the checks still failed")
+            candidates = {}
+    if not candidates:
+        _restore(package, original)
+    for name in candidates:
+        outcomes[name] = PieceOutcome("docstring", name, True)
+    return [outcomes[name] for name in answers]
+
+
+def _check_with(
+    package: Path, original: str, texts: dict[str, str], timeout_s: float
+) -> tuple[set[str], str]:
+    """Write the module with `texts` in, format and check it; the names whose docstrings the
+    errors point into (all of them when the errors point elsewhere) and the first error."""
+    client = package / "client.py"
+    client.write_text(with_docstrings(original, texts), encoding="utf-8")
+    try:
+        ruff_format(package)
+    except GeneratorError as exc:
+        _restore(package, original)
+        return set(texts), f"ruff format rejected it: {exc}"
+    result = check_python(package, timeout_s)
+    if result.ok:
+        return set(), ""
+    source = client.read_text(encoding="utf-8")
+    spans = docstring_spans(source)
+    failing: set[str] = set()
+    first_error = ""
+    for match in re.finditer(r"client\.py:(\d+):(?:\d+:)? error: (.*)", result.output):
+        line = int(match.group(1)) - 1
+        first_error = first_error or match.group(2)
+        owners = [
+            name
+            for name, ranges in spans.items()
+            if name in texts
+            for s, e, _ in ranges
+            if s <= line < e
+        ]
+        if not owners:
+            return set(texts), f"mypy --strict failed: {first_error or result.output[:200]}"
+        failing.update(owners)
+    if not failing:
+        return set(texts), f"mypy --strict failed: {result.output[:200]}"
+    return failing, f"mypy --strict failed: {first_error}"
+
+
+def _restore(package: Path, original: str) -> None:
+    (package / "client.py").write_text(original, encoding="utf-8")
+
+
+# --- README -----------------------------------------------------------------------------------
+
+
+def checked_readme(
+    answer: Answer, methods: list[tuple[str, Operation]]
+) -> tuple[str | None, PieceOutcome]:
+    """The model's README when it passes the checks; else None and why."""
+    if answer.text is None:
+        return None, PieceOutcome("readme", "README.md", False, answer.error or "no answer")
+    text = answer.text.strip()
+    if text.startswith("```markdown") or text.startswith("```md"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.removesuffix("```").strip()
+    why = readme_problem(text, {name for name, _ in methods})
+    if why:
+        return None, PieceOutcome("readme", "README.md", False, why)
+    return text + "\n", PieceOutcome("readme", "README.md", True)
+
+
+def readme_problem(text: str, methods: set[str]) -> str:
+    """Why a README cannot be kept ('' when it can)."""
+    if not text:
+        return "the answer is empty"
+    if holds_mask(text):
+        return "it repeats a masked credential"
+    if len(text.split("\n")) > MAX_README_LINES:
+        return f"longer than {MAX_README_LINES} lines"
+    if text.count("```") % 2:
+        return "a code block is not closed"
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    for block in blocks:
+        try:
+            ast.parse(block)
+        except SyntaxError as exc:
+            return f"a Python example does not parse: {exc.msg} (line {exc.lineno})"
+        for called in _CALL.findall(block):
+            if called not in methods and called not in {"close", "aclose"}:
+                return f"an example calls {called}(), which the client does not have"
+    return ""
+
+
+def fallback_readme(
+    document: ContractDocument, package: str, methods: list[tuple[str, Operation]]
+) -> str:
+    """The generator's own README: what the model's replaces when it passes the checks."""
+    title = comment_text(document.title)
+    rows = "".join(
+        f"| `{name}` | `{op.method.upper()} {comment_text(op.route)}` | "
+        f"{comment_text(op.summary).replace('|', '/')} |\n"
+        for name, op in methods
+    )
+    example = f"        result = client.{methods[0][0]}(...)\n" if methods else ""
+    return (
+        f"# {title} {document.api_version}: Python client\n\n"
+        f"A typed client generated by headstart aiapi from {document.path.name}: pydantic v2 "
+        f"models in `{package}.models`, `Client` (httpx, blocking) and `AsyncClient` "
+        f"(asyncio) in `{package}`.\n\n"
+        "## Install\n\n```sh\npip install httpx pydantic\n```\n\n"
+        "## Use\n\n```python\n"
+        f"from {package} import Client\n\n"
+        'with Client("https://api.example.com") as client:\n'
+        f"{example.replace('        ', '    ')}"
+        "```\n\n"
+        "## Operations\n\n| Method | Request | Summary |\n|---|---|---|\n"
+        f"{rows}"
+    )
