@@ -1,5 +1,5 @@
 """The contract tests' own parts, each on a small extract of the real document where the
-corpus run (benchmarks/aiapi_corpus.py, seed 38) found it wrong, and the fixes those runs
+corpus run (benchmarks/aiapi/corpus.py, seed 38) found it wrong, and the fixes those runs
 led to in the generated clients.
 
 Most tests need no tool beyond Python: example values, the judge of answers, the plan.
@@ -327,18 +327,32 @@ def test_python_client_sends_lists_booleans_and_reads_any_media_type(daniweb_cli
         client.get_conversations_id_statuses([3, 4])
         client.patch_conversations_id_statuses(7, data={"archived_status": False})
         assert client.get_api_person_bloodtype() == "AB+"  # text, not JSON
-        assert client.get_users()["data"] == {"id": 1}  # the schema of "Endpoint-get-users--"
+        assert client.get_users().data == {"id": 1}  # the schema of "Endpoint-get-users--"
     assert seen[0].url.raw_path == b"/conversations/3,4/statuses"  # simple style
     assert b'name="archived_status"\r\n\r\nfalse\r\n' in seen[1].read()
 
 
-def test_python_client_types_an_ambiguous_schema_name_loosely(tmp_path: Path) -> None:
+def test_python_client_types_by_the_class_each_schema_got(tmp_path: Path) -> None:
     """daniweb's `Endpoint-get-users` and `Endpoint-get-users--` are both EndpointGetUsers
-    to the template, and datamodel-code-generator gave the second a suffix: the client read
-    /users/~'s answer into the first one's class."""
-    package = generate_python(load(tmp_path, DANIWEB, "daniweb.json"), tmp_path / "out")
+    made PascalCase, and GitHub's `team` lost the name Team to a webhook's inline `team`
+    property: the client read /users/~ and /teams answers into the other schema's class."""
+    extract = json.loads(json.dumps(DANIWEB))
+    extract["components"]["schemas"].update(
+        {
+            "webhook": {"type": "object", "properties": {"team": {
+                "type": "object", "properties": {"parent": {"type": "string"}}}}},
+            "team": {"type": "object", "properties": {"parent": {"type": "integer"}}},
+        }
+    )  # fmt: skip
+    extract["paths"]["/teams"] = {"get": {"responses": {"200": {"description": "ok", "content": {
+        "application/json": {"schema": {"$ref": "#/components/schemas/team"}}}}}}}  # fmt: skip
+    package = generate_python(load(tmp_path, extract, "daniweb.json"), tmp_path / "out")
     client = (package / "client.py").read_text()
-    assert "def get_users(self) -> dict[str, Any]:" in client
+    models = (package / "models.py").read_text()
+    assert "def get_users(self) -> models.EndpointGetUsers1:" in client
+    assert "class EndpointGetUsers1(BaseModel):\n    data: dict[str, Any]" in models
+    team = client.split("def get_teams(self) -> models.", 1)[1].split(":", 1)[0]
+    assert f"class {team}(BaseModel):\n    parent: int | None" in models
     assert check_python(package).ok
 
 

@@ -10,12 +10,14 @@ ruff format, so the same document gives the same bytes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 import subprocess
 import sys
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +88,8 @@ def _write_models(document: ContractDocument, package: Path) -> set[str]:
             encoding="utf-8",
         )
         return set()
-    with warnings.catch_warnings():  # "format 'uint32' not understood": it falls back to int
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(), _class_names_of(document):
+        warnings.simplefilter("ignore")  # "format 'uint32' not understood": it reads an int
         generated = _generate_models(document)
     if isinstance(generated, str):
         (package / "models.py").write_text(generated, encoding="utf-8")
@@ -104,6 +106,56 @@ def _write_models(document: ContractDocument, package: Path) -> set[str]:
     if not (models / "__init__.py").exists():
         (models / "__init__.py").write_text("", encoding="utf-8")
     return names
+
+
+# The class datamodel-code-generator named for each component schema, per document (path
+# and text): the client's and the server stub's templates type with them
+_SCHEMA_CLASSES: dict[tuple[str, int], dict[str, str]] = {}
+
+
+def schema_classes(document: ContractDocument) -> dict[str, str] | None:
+    """Component schema name -> the class datamodel-code-generator wrote for it, for the
+    document whose models were generated last in this process; None if not known."""
+    return _SCHEMA_CLASSES.get((str(document.path), hash(document.text)))
+
+
+@contextlib.contextmanager
+def _class_names_of(document: ContractDocument) -> Iterator[None]:
+    """Records which class datamodel-code-generator named for each component schema.
+
+    Its names are not the schema's name made PascalCase wherever two schemas, or a schema
+    and an inline object, would share one: GitHub's `team` became Team1, as a webhook's
+    inline `team` property took Team first, and the client read /teams' answers into the
+    inline class. The parser's own reference table says which is which; it is read just
+    before the parser drops it (a private method: when it is gone, names are guessed and
+    any name two schemas could claim is typed loosely)."""
+    from datamodel_code_generator.parser.openapi import OpenAPIParser
+
+    original = getattr(OpenAPIParser, "_dispose", None)
+    found: dict[str, str] = {}
+    prefix = "#/components/schemas/"
+
+    def dispose(parser: Any) -> Any:
+        with contextlib.suppress(Exception):
+            for reference in parser.model_resolver.references.values():
+                path = "#" + str(reference.path).split("#", 1)[-1]
+                if path.startswith(prefix) and "/" not in path[len(prefix) :]:
+                    name = path[len(prefix) :].replace("~1", "/").replace("~0", "~")
+                    found[name] = str(reference.name)
+        return original(parser) if original is not None else None
+
+    if original is None:
+        yield
+        return
+    OpenAPIParser._dispose = dispose  # type: ignore[method-assign, assignment]
+    try:
+        yield
+    finally:
+        OpenAPIParser._dispose = original  # type: ignore[method-assign]
+        if found:
+            if len(_SCHEMA_CLASSES) > 16:
+                _SCHEMA_CLASSES.clear()
+            _SCHEMA_CLASSES[(str(document.path), hash(document.text))] = found
 
 
 def _generate_models(document: ContractDocument) -> Any:
@@ -349,9 +401,15 @@ def argument_names(op: Operation) -> list[tuple[Parameter, str]]:
 class PythonClientTemplate:
     """Client and AsyncClient: one method per operation, typed by the generated models."""
 
-    def __init__(self, document: ContractDocument, model_names: set[str]) -> None:
+    def __init__(
+        self,
+        document: ContractDocument,
+        model_names: set[str],
+        classes: dict[str, str] | None = None,
+    ) -> None:
         self.document = document
         self.model_names = model_names
+        self.classes = classes if classes is not None else schema_classes(document)
         # class names two schemas could both claim ("Endpoint-get-users" and
         # "Endpoint-get-users--" in daniweb's document): datamodel-code-generator gives one
         # of them a suffix, so neither name says which schema it is
@@ -364,7 +422,11 @@ class PythonClientTemplate:
         if not isinstance(schema, dict) or depth > 8:
             return "Any"
         name = component_schema_name(schema)
-        if name is not None:
+        if name is not None and self.classes is not None:
+            known = self.classes.get(name)
+            if known is not None and known in self.model_names and known.isidentifier():
+                return f"models.{known}"
+        elif name is not None:
             for candidate in (name, pascal(name)):
                 if (
                     candidate in self.model_names
