@@ -21,6 +21,7 @@ from server.aiapi.document import ContractDocument, load_document
 from server.aiapi.model_parts import PRIORITY, ModelOptions, ModelReport
 from server.aiapi.model_python import readme_problem, write_python_parts
 from server.aiapi.python_client import generate_python
+from server.aiapi.test_skeletons import generate_python_tests
 from server.aiapi.verify import check_python
 from server.backend.client import Priority
 from server.config import BackendSettings
@@ -68,6 +69,7 @@ class Run:
     readme: str
     events: list[dict[str, Any]]
     package: Path
+    tests: str
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +85,15 @@ def mixed(tmp_path_factory: pytest.TempPathFactory, fake_server: FakeBackend) ->
             # unbalanced quotes: the module no longer parses
             {"match": "The method `show_pet_by_id`", "text": 'Info for a specific pet."'},
             {"match": "Write README.md", "text": README},
+            {"match": "The test of `list_pets`", "text": '```json\n{"limit": 25}\n```'},
+            {"match": "The test of `show_pet_by_id`", "text": '{"pet_id": "7", "owner": "me"}'},
+            {"match": "The test of `create_pets`", "text": "Sure! Here are some values:"},
         ]
     )
     tmp_path = tmp_path_factory.mktemp("mixed")
     document = planted(tmp_path)
     package = generate_python(document, tmp_path / "out" / "python")
+    tests = generate_python_tests(document, tmp_path / "out" / "python", package)
     deterministic = (package / "client.py").read_text(encoding="utf-8")
     report = write_python_parts(document, tmp_path / "out", options(fake_server.url))
     yield Run(
@@ -97,12 +103,17 @@ def mixed(tmp_path_factory: pytest.TempPathFactory, fake_server: FakeBackend) ->
         (tmp_path / "out" / "python" / "README.md").read_text(encoding="utf-8"),
         fake_server.events(),
         package,
+        next(tests.glob("test_*.py")).read_text(encoding="utf-8"),
     )
     fake_server.reset()
 
 
 def outcome(report: ModelReport, name: str) -> Any:
-    return next(piece for piece in report.pieces if piece.name == name)
+    return outcome_of(report, "docstring" if name != "README.md" else "readme", name)
+
+
+def outcome_of(report: ModelReport, kind: str, name: str) -> Any:
+    return next(piece for piece in report.pieces if (piece.kind, piece.name) == (kind, name))
 
 
 def test_a_good_docstring_is_kept_and_the_client_passes_mypy(mixed: Run) -> None:
@@ -122,9 +133,20 @@ def test_a_docstring_that_breaks_the_code_falls_back_alone(mixed: Run) -> None:
     assert '"""Info for a specific pet"""' in mixed.client  # the generator's own docstrings
     assert '"""Create a pet"""' in mixed.client
     assert "+ 1 +" not in mixed.client
-    assert (mixed.report.kept, mixed.report.fell_back) == (2, 2)  # list_pets and the README
+    # kept: list_pets' docstring and test arguments, the README
+    assert (mixed.report.kept, mixed.report.fell_back) == (3, 4)
     summary = mixed.report.summary()
-    assert "2 kept, 2 fell back" in summary and "show_pet_by_id" in summary
+    assert "3 kept, 4 fell back" in summary and "show_pet_by_id" in summary
+
+
+def test_test_arguments_are_kept_when_mypy_and_prism_pass(mixed: Run) -> None:
+    assert outcome_of(mixed.report, "test", "list_pets").kept
+    assert "client.list_pets(limit=25)" in mixed.tests
+    unknown = outcome_of(mixed.report, "test", "show_pet_by_id")
+    assert not unknown.kept and "no such argument: owner" in unknown.reason
+    garbage = outcome_of(mixed.report, "test", "create_pets")
+    assert not garbage.kept and "not JSON" in garbage.reason
+    assert "client.show_pet_by_id(pet_id=" in mixed.tests and "owner" not in mixed.tests
 
 
 def test_the_readme_is_the_models_when_its_example_checks(mixed: Run) -> None:
@@ -134,7 +156,7 @@ def test_the_readme_is_the_models_when_its_example_checks(mixed: Run) -> None:
 
 def test_requests_carry_the_refactor_priority(mixed: Run) -> None:
     completions = [event for event in mixed.events if event["body"] and "prompt" in event["body"]]
-    assert len(completions) == 4  # three docstrings and the README
+    assert len(completions) == 7  # three docstrings, three tests' arguments, the README
     assert PRIORITY == Priority.REFACTOR
     assert {event["body"].get("priority") for event in completions} == {int(Priority.REFACTOR)}
 

@@ -1,4 +1,5 @@
-"""The Python client's model-written parts: a docstring per method, and a README.
+"""The Python client's model-written parts: a docstring per method, a README, and the test
+skeleton's example arguments (server/aiapi/model_tests.py).
 
 A docstring is written from the operation's own summary, description and parameters and
 replaces the one-line summary the generator wrote in both Client and AsyncClient. Each
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from server.aiapi import model_tests
 from server.aiapi.document import ContractDocument
 from server.aiapi.model_parts import (
     Answer,
@@ -78,6 +80,12 @@ def write_python_parts(
         )
         for name, op in methods
     }
+    tests = model_tests.testable(document) if model_tests.test_module(folder) else []
+    for stub in tests:
+        requests[f"test:{stub.python_name}"] = request_for(
+            chat_prompt(model_tests.TESTS_SYSTEM, model_tests.arguments_task(document, stub)),
+            options.max_tokens,
+        )
     requests["readme"] = request_for(
         chat_prompt(README_SYSTEM, readme_task(document, package.name, methods)),
         options.readme_max_tokens,
@@ -95,6 +103,16 @@ def write_python_parts(
         name: answers.get(f"docstring:{name}", Answer(None, "not asked")) for name, _ in methods
     }
     report.pieces += apply_docstrings(package, docstrings, options.check_timeout_s)
+    if tests:
+        if progress is not None:
+            progress("python: checking the model's test arguments (mypy --strict, Prism)")
+        proposed = {
+            stub.python_name: answers.get(f"test:{stub.python_name}", Answer(None, "not asked"))
+            for stub in tests
+        }
+        report.pieces += model_tests.apply_test_arguments(
+            document, folder, package, proposed, options.check_timeout_s
+        )
     readme, outcome = checked_readme(answers.get("readme", Answer(None, "not asked")), methods)
     report.pieces.append(outcome)
     (folder / "README.md").write_text(readme or deterministic_readme, encoding="utf-8")

@@ -1,0 +1,284 @@
+"""The Python test skeleton's model-written parts: example arguments for each test's call.
+
+The generator's arguments come from the document's examples, defaults and schemas
+(`contract.example_value`): valid, and often dull (`name='string'`). The model proposes
+values as one JSON object per test, from the operation's parameters and schemas; they are
+written by the skeleton's own literal rules (so a model class is built the way the
+generator builds it), then checked as the skeleton is: the test module compiles, passes
+ruff format and mypy --strict with the client, and each test passes against a Prism mock
+of the document (the contract tests' mock). A test whose check fails gets the
+generator's arguments back; the others keep the model's.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from server.aiapi.contract import example_value
+from server.aiapi.document import ContractDocument
+from server.aiapi.model_parts import Answer, PieceOutcome, holds_mask, masked
+from server.aiapi.operations import Operation
+from server.aiapi.python_client import _top_level_names, argument_names, ruff_format
+from server.aiapi.stub_operations import StubOperation, stub_operations
+from server.aiapi.test_skeletons import PythonTestTemplate
+from server.aiapi.tools import GeneratorError, ToolMissing
+from server.aiapi.verify import check_python
+
+TESTS_SYSTEM: Final = (
+    "You write example arguments for the tests of a generated Python API client: values "
+    "the API accepts, as its schemas and descriptions say. Answer with one JSON object only."
+)
+MAX_SCHEMA_CHARS: Final = 1500
+
+
+def test_module(folder: Path) -> Path | None:
+    """The skeleton's one test module under python/tests, if there is one."""
+    modules = sorted((folder / "tests").glob("test_*.py"))
+    return modules[0] if modules else None
+
+
+def testable(document: ContractDocument) -> list[StubOperation]:
+    """The operations whose tests run (the skipped ones keep the generator's arguments)."""
+    return [stub for stub in stub_operations(document) if stub.skip is None]
+
+
+def arguments_task(document: ContractDocument, stub: StubOperation) -> str:
+    """The prompt's question for one test: the arguments, their schemas, today's values."""
+    op = stub.op
+    lines = [f"The test of `{stub.python_name}` calls {op.method.upper()} {op.route}."]
+    if op.summary:
+        lines.append(f"Summary: {' '.join(op.summary.split())[:400]}")
+    lines.append("Its arguments (JSON Schema):")
+    current: dict[str, Any] = {}
+    for param, name in argument_names(op):
+        need = "required" if param.required else "optional"
+        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
+        schema = _schema(document, param.schema)
+        lines.append(f"- {name} ({param.location} {param.name}, {need}): {schema}{what}")
+        if param.required:
+            current[name] = example_value(document, param.schema)
+    if op.body is not None and (op.body.is_json or op.body.is_form):
+        name = "body" if op.body.is_json else "data"
+        need = "required" if op.body_required else "optional"
+        schema = _schema(document, op.body.schema)
+        lines.append(f"- {name} (request body {op.body.media_type}, {need}): {schema}")
+        if op.body_required:
+            current[name] = example_value(document, op.body.schema)
+    lines.append(f"The generated test sends: {json.dumps(current, default=str)[:MAX_SCHEMA_CHARS]}")
+    lines.append(
+        "\nAnswer with one JSON object of realistic values for the required arguments (and "
+        "optional ones where they make the test more useful), keyed by argument name."
+    )
+    return masked("\n".join(lines), document.path.name)
+
+
+def _schema(document: ContractDocument, schema: Any) -> str:
+    resolved = document.resolve(schema)
+    text = json.dumps(resolved, default=str, sort_keys=True)
+    return text[:MAX_SCHEMA_CHARS]
+
+
+def proposal(answer: str, op: Operation) -> tuple[dict[str, Any] | None, str]:
+    """The answer's arguments, or None and why they cannot be used."""
+    text = answer.strip()
+    if text.startswith("```"):
+        text = "\n".join(line for line in text.split("\n") if not line.startswith("```"))
+    if holds_mask(text):
+        return None, "it repeats a masked credential"
+    try:
+        values = json.loads(text)
+    except ValueError as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(values, dict):
+        return None, "not a JSON object"
+    names = {name: param.required for param, name in argument_names(op)}
+    if op.body is not None:
+        names["data" if op.body.is_form else "body"] = op.body_required
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        return None, f"no such argument: {', '.join(unknown)}"
+    missing = sorted(name for name, required in names.items() if required and name not in values)
+    if missing:
+        return None, f"leaves out the required {', '.join(missing)}"
+    return values, ""
+
+
+def call_arguments(template: PythonTestTemplate, op: Operation, values: dict[str, Any]) -> str:
+    """The call's arguments from the proposed values, by the skeleton's own literal rules."""
+    parts = []
+    for param, name in argument_names(op):
+        if name in values:
+            parts.append(f"{name}={template.parameter_literal(param, values[name])}")
+    if op.body is not None and op.body.is_json and "body" in values:
+        parts.append(
+            f"body={template.literal(template.types.type_of(op.body.schema), values['body'])}"
+        )
+    elif op.body is not None and op.body.is_form and "data" in values:
+        data = values["data"]
+        parts.append(f"data={data if isinstance(data, dict) else {}!r}")
+    elif op.body is not None and op.body_required and not (op.body.is_json or op.body.is_form):
+        parts.append("content=b'a'")
+    return ", ".join(parts)
+
+
+def template_for(document: ContractDocument, package: Path) -> PythonTestTemplate:
+    models = package / "models.py"
+    if not models.exists():
+        models = package / "models" / "__init__.py"
+    source = models.read_text(encoding="utf-8")
+    return PythonTestTemplate(document, package.name, _top_level_names(source), source)
+
+
+def with_arguments(source: str, calls: dict[str, str]) -> str:
+    """The test module with each named method's call (`client.NAME(...)` inside
+    `test_NAME`) given the new arguments."""
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, int, str]] = []
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+            continue
+        method = node.name.removeprefix("test_")
+        if method not in calls:
+            continue
+        for call in ast.walk(node):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "client"
+                and call.func.attr == method
+                and call.end_lineno is not None
+                and call.end_col_offset is not None
+            ):
+                text = f"client.{method}({calls[method]})"
+                edits.append(
+                    (call.lineno, call.col_offset, call.end_lineno, call.end_col_offset, text)
+                )
+                break
+    for first, start, last, end, text in sorted(edits, reverse=True):
+        head = lines[first - 1][:start]
+        tail = lines[last - 1][end:]
+        lines[first - 1 : last] = [head + text + tail]
+    return "".join(lines)
+
+
+def apply_test_arguments(
+    document: ContractDocument,
+    folder: Path,
+    package: Path,
+    answers: dict[str, Answer],
+    timeout_s: float,
+) -> list[PieceOutcome]:
+    """Put in the proposed arguments that pass the checks; the others stay the generator's."""
+    module = test_module(folder)
+    if module is None:
+        return []
+    original = module.read_text(encoding="utf-8")
+    template = template_for(document, package)
+    by_name = {stub.python_name: stub for stub in testable(document)}
+    outcomes: dict[str, PieceOutcome] = {}
+    candidates: dict[str, str] = {}
+    for name, answer in answers.items():
+        stub = by_name.get(name)
+        if stub is None or answer.text is None:
+            outcomes[name] = PieceOutcome("test", name, False, answer.error or "no such test")
+            continue
+        values, why = proposal(answer.text, stub.op)
+        if values is None:
+            outcomes[name] = PieceOutcome("test", name, False, why)
+            continue
+        try:
+            call = call_arguments(template, stub.op, values)
+            compile(with_arguments(original, {name: call}), str(module), "exec")
+        except (SyntaxError, ValueError, TypeError) as exc:
+            outcomes[name] = PieceOutcome(
+                "test", name, False, f"the test no longer compiles: {exc}"
+            )
+            continue
+        candidates[name] = call
+    for _ in range(2):
+        if not candidates:
+            break
+        failed, reasons = _check_with(document, folder, module, original, candidates, timeout_s)
+        if not failed:
+            break
+        for name in failed:
+            reason = reasons.get(name, "the checks failed")
+            outcomes[name] = PieceOutcome("test", name, False, reason)
+            del candidates[name]
+    else:
+        for name in candidates:
+            outcomes[name] = PieceOutcome("test", name, False, "the checks still failed")
+        candidates = {}
+    if not candidates:
+        module.write_text(original, encoding="utf-8")
+    for name in candidates:
+        outcomes[name] = PieceOutcome("test", name, True)
+    return [outcomes[name] for name in answers]
+
+
+def _check_with(
+    document: ContractDocument,
+    folder: Path,
+    module: Path,
+    original: str,
+    calls: dict[str, str],
+    timeout_s: float,
+) -> tuple[set[str], dict[str, str]]:
+    """The tests whose new arguments fail a check, and why, with `calls` in place."""
+    from server.aiapi.stub_check import check_python_tests_against_prism
+
+    module.write_text(with_arguments(original, calls), encoding="utf-8")
+    everyone = set(calls)
+    try:
+        ruff_format(module.parent)
+    except GeneratorError as exc:
+        module.write_text(original, encoding="utf-8")
+        return everyone, dict.fromkeys(everyone, f"ruff format rejected it: {exc}")
+    typed = check_python(module.parent, timeout_s)
+    if not typed.ok:
+        failing: dict[str, str] = {}
+        spans = _test_spans(module.read_text(encoding="utf-8"))
+        for match in re.finditer(
+            rf"{re.escape(module.name)}:(\d+):(?:\d+:)? error: (.*)", typed.output
+        ):
+            line = int(match.group(1))
+            owner = next(
+                (name for name, (s, e) in spans.items() if name in calls and s <= line <= e), None
+            )
+            if owner is None:
+                return everyone, dict.fromkeys(everyone, f"mypy --strict failed: {match.group(2)}")
+            failing.setdefault(owner, f"mypy --strict failed: {match.group(2)}")
+        return (
+            (set(failing), failing)
+            if failing
+            else (everyone, dict.fromkeys(everyone, "mypy --strict failed"))
+        )
+    try:
+        ran = check_python_tests_against_prism(document, module.parent, folder, timeout_s)
+    except ToolMissing as exc:
+        return everyone, dict.fromkeys(everyone, f"not run against Prism: {exc}")
+    if ran.ok:
+        return set(), {}
+    failing = {}
+    for failure in ran.failures:
+        name = failure.split(":", 1)[0].removeprefix("test_")
+        if failure.startswith("no test ran"):
+            return everyone, dict.fromkeys(everyone, f"pytest did not run: {failure[:200]}")
+        if name in calls:
+            failing[name] = f"failed against Prism: {failure.split(':', 1)[-1].strip()[:200]}"
+    if not failing:  # failures of tests with the generator's arguments are not the model's
+        return set(), {}
+    return set(failing), failing
+
+
+def _test_spans(source: str) -> dict[str, tuple[int, int]]:
+    return {
+        node.name.removeprefix("test_"): (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    }
