@@ -7,7 +7,10 @@ planted in the document never reaches a prompt."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,3 +206,25 @@ def test_a_readme_whose_example_calls_an_unknown_method_is_refused() -> None:
     assert "delete_all_pets" in readme_problem(invented, methods)
     assert "does not parse" in readme_problem(README.replace("limit=10)", "limit=10"), methods)
     assert "masked" in readme_problem("key <redacted>", methods)
+
+
+def test_the_command_line_keeps_the_deterministic_output_when_the_model_is_down(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "HEADSTART_BACKEND_URL": f"http://127.0.0.1:{port}/v1"}
+    out = tmp_path / "api"
+    command = [sys.executable, "-m", "server", "aiapi", "generate", str(PETSTORE)]
+    command += ["--lang", "python", "--kinds", "client", "--out", str(out), "--with-model"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "python: model-written parts: the model at" in done.stderr
+    assert "did not answer" in done.stderr
+    assert (out / "python" / "README.md").is_file()
+    too_short = '{"backend": {"connectTimeoutMs": 1}}'
+    bad = subprocess.run(
+        [*command, "--settings", too_short], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert bad.returncode == 2 and "bad --settings" in bad.stderr

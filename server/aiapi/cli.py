@@ -18,6 +18,7 @@ from server.aiapi.service_cli import add_service_parsers, run_service_command
 
 if TYPE_CHECKING:
     from server.aiapi.document import ContractDocument
+    from server.aiapi.model_parts import ModelOptions
 
 LANGUAGE_CHOICES = ("python", "typescript", "go")
 
@@ -60,7 +61,8 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     generate.add_argument(
         "--with-model",
         action="store_true",
-        help="let the model write docstrings and a README for the Python client (at the "
+        help="let the model write the Python client's docstrings, its README and the test "
+        "skeleton's example arguments (at the "
         "refactor priority, from the same backend settings as the editor); a piece that "
         "fails the checks keeps the generated text (docs/aiapi.md, Model-written parts)",
     )
@@ -96,6 +98,16 @@ def run_aiapi(args: argparse.Namespace) -> int:
         print(f"headstart aiapi generate: unknown --kinds {exc}; choose from {','.join(KINDS)}",
               file=sys.stderr)  # fmt: skip
         return 2
+    options = None
+    if args.with_model:
+        from server.aiapi.model_parts import model_options
+        from server.config import SettingsError
+
+        try:
+            options = model_options(args.settings)
+        except (SettingsError, ValueError) as exc:
+            print(f"headstart aiapi generate: bad --settings: {exc}", file=sys.stderr)
+            return 2
     try:
         document = load_document(args.spec)
     except ContractError as exc:
@@ -144,8 +156,8 @@ def run_aiapi(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
         else:
             print(f"{scaffold.label}: {scaffold.folder}")
-    if args.with_model and not _write_model_parts(document, args, languages, say):
-        return 2
+    if options is not None:
+        _write_model_parts(document, args.out, languages, options, say)
     if args.zip:
         archive = write_zip(args.out, args.out.with_name(args.out.name + ".zip"))
         print(f"zip: {archive}")
@@ -154,23 +166,16 @@ def run_aiapi(args: argparse.Namespace) -> int:
 
 def _write_model_parts(
     document: ContractDocument,
-    args: argparse.Namespace,
+    out: Path,
     languages: tuple[str, ...],
+    options: ModelOptions,
     say: Callable[[str], None],
-) -> bool:
-    """The model-written parts over what was generated; False when the settings are bad."""
-    from server.aiapi.model_parts import model_options
+) -> None:
+    """The model-written parts over what was generated (a report line per language)."""
     from server.aiapi.model_python import write_python_parts
-    from server.config import SettingsError
 
-    try:
-        options = model_options(args.settings)
-    except (SettingsError, ValueError) as exc:
-        print(f"headstart aiapi generate: bad --settings: {exc}", file=sys.stderr)
-        return False
     if "python" in languages:
-        say(write_python_parts(document, args.out, options, progress=say).summary())
+        say(write_python_parts(document, out, options, progress=say).summary())
     others = [language for language in languages if language != "python"]
     if others:
         say(f"{', '.join(others)}: no model-written parts yet (Python only)")
-    return True

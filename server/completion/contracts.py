@@ -42,7 +42,8 @@ CALL_LINES_ABOVE: Final = 3
 MIN_ID_CHARS: Final = 4
 """Shorter operationIds (`get`, `list`) are too common as names to mean the operation."""
 
-_STRING = re.compile(r"""["'`](?:[^"'`\\\n]|\\.)*(?:["'`]|$)""", re.MULTILINE)
+STRING_LITERAL = re.compile(r"""["'`](?:[^"'`\\\n]|\\.)*(?:["'`]|$)""", re.MULTILINE)
+"""A string literal (quotes, backquotes), or one still open at the line's end."""
 _PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\{[^}]*\}|%[sdr]|:[A-Za-z_]\w*")
 _CALLED = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
 _NAME_BEFORE = re.compile(r"([A-Za-z_$][\w$.]*)\s*$")
@@ -117,6 +118,14 @@ class ContractIndex:
     def operations(self) -> int:
         return len(self._templates)
 
+    @classmethod
+    def of(cls, contracts: Mapping[str, Contract]) -> ContractIndex:
+        """An index of contracts already summarised (by document path), for tools that
+        match calls outside a workspace (benchmarks/quality/contract_tasks.py)."""
+        found = cls(None, {})
+        found._install({path: ("", contract) for path, contract in contracts.items()}, (0, 0))
+        return found
+
     def match(self, text: str, offset: int) -> list[tuple[str, Operation]]:
         """The operations (document path, operation) that the call at `offset` makes,
         best first; [] when it calls none."""
@@ -124,8 +133,11 @@ class ContractIndex:
             return []
         call = _call_at(text, offset)
         found: list[tuple[str, Operation]] = []
-        if call.name:
-            found = self._by_key.get(operation_key(call.name.rsplit(".", 1)[-1]), [])
+        if call.name:  # `issues.list_for_repo(` is `issues/list-for-repo` too
+            parts = call.name.split(".")
+            found = self._by_key.get(operation_key("".join(parts[-2:])), []) or self._by_key.get(
+                operation_key(parts[-1]), []
+            )
         if not found:
             found = self._by_path(call)
         if not found:
@@ -138,7 +150,7 @@ class ContractIndex:
     def _by_path(self, call: _Call) -> list[tuple[str, Operation]]:
         best: tuple[int, int] = (0, 0)
         hits: list[tuple[str, Operation]] = []
-        for literal in _STRING.findall(call.arguments):
+        for literal in STRING_LITERAL.findall(call.arguments):
             segments = _path_segments(literal)
             if segments is None:
                 continue
@@ -196,7 +208,7 @@ class _Call:
         last = self.name.rsplit(".", 1)[-1].lower()
         if last in METHODS:
             return last
-        for literal in _STRING.findall(self.arguments):
+        for literal in STRING_LITERAL.findall(self.arguments):
             word = str(literal).strip("\"'`").lower()
             if word in METHODS:
                 return word
