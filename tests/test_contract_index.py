@@ -35,7 +35,7 @@ DOCUMENT = {
             "delete": {"operationId": "cancelOrder", "responses": {"204": {"description": "x"}}},
         },
         "/v2/orders/{orderId}/items/{itemId}": {
-            "get": {"operationId": "getItem", "responses": {"200": {"description": "ok"}}},
+            "get": {"operationId": "items/get", "responses": {"200": {"description": "ok"}}},
         },
     },
     "components": {
@@ -88,6 +88,7 @@ def called(contracts: ContractIndex, typed: str) -> list[str]:
         ('session.delete(API + "/v2/orders/" + str(oid), █)', ["delete /v2/orders/{orderId}"]),
         ('httpx.request("DELETE", "http://x/v2/orders/%s" % o█)', ["delete /v2/orders/{orderId}"]),
         ("api.createOrder(█", ["post /v2/orders"]),
+        ("shop.items.get(order, █", ["get /v2/orders/{orderId}/items/{itemId}"]),
         ("api.cancel_order(order_id=█", ["delete /v2/orders/{orderId}"]),
         ("client.get_v2_orders_order_id(█", ["get /v2/orders/{orderId}"]),
         ('fetch(url("/v2/orders"), {\n  method: "POST",\n  █', ["post /v2/orders"]),
