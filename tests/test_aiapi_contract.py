@@ -27,6 +27,7 @@ from conftest import ROOT
 from server.aiapi.contract import (
     example_value,
     mocked_document,
+    parameter_value,
     pattern_example,
     planned_calls,
     schema_judge,
@@ -89,6 +90,62 @@ def test_path_arguments_are_never_empty(tmp_path: Path) -> None:
     document = load(tmp_path, {"paths": {}})
     assert example_value(document, {"type": "string", "pattern": ".*"}) == "a"
     assert example_value(document, {"type": "string", "maxLength": 0}) == ""
+
+
+# GitHub's (github.ae) request bodies: properties beside a oneOf/anyOf that only adds
+# `required`, and alternatives an empty object satisfies all at once (Prism: 422)
+GITHUB_BODIES: list[dict[str, Any]] = [
+    {  # POST /repos/{owner}/{repo}/check-runs
+        "type": "object", "required": ["name", "head_sha"],
+        "properties": {
+            "name": {"type": "string"}, "head_sha": {"type": "string"},
+            "status": {"type": "string", "enum": ["queued", "in_progress", "completed"],
+                       "default": "queued"},
+            "conclusion": {"type": "string", "enum": ["action_required", "success"]},
+        },
+        "oneOf": [
+            {"properties": {"status": {"enum": ["completed"]}},
+             "required": ["status", "conclusion"], "additionalProperties": True},
+            {"properties": {"status": {"enum": ["queued", "in_progress"]}},
+             "additionalProperties": True},
+        ],
+    },
+    {  # POST /repos/{owner}/{repo}/issues/{issue_number}/labels
+        "oneOf": [
+            {"type": "object", "properties": {"labels": {
+                "type": "array", "minItems": 1, "items": {"type": "string"}}}},
+            {"type": "array", "minItems": 1, "items": {"type": "string"}},
+            {"type": "object", "properties": {"labels": {"type": "array", "minItems": 1, "items": {
+                "type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string"}}}}}},
+        ],
+    },
+    {  # POST /repos/{owner}/{repo}/pages
+        "anyOf": [{"required": ["source"]}, {"required": ["build_type"]}],
+        "nullable": True,
+        "properties": {
+            "build_type": {"type": "string", "enum": ["legacy", "workflow"]},
+            "source": {"type": "object", "required": ["branch"],
+                       "properties": {"branch": {"type": "string"}}},
+        },
+    },
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("schema", GITHUB_BODIES)
+def test_bodies_fit_schemas_of_alternatives(tmp_path: Path, schema: dict[str, Any]) -> None:
+    document = load(tmp_path, {"paths": {}})
+    value = example_value(document, schema)
+    assert schema_judge(document).problems(schema, value) == [], value
+
+
+def test_parameters_read_the_same_as_text(tmp_path: Path) -> None:
+    """GitHub's workflow_id, `oneOf: [integer, string]`: 1 is sent as "1", which both
+    alternatives accept, so Prism refused it."""
+    document = load(tmp_path, {"paths": {}})
+    schema = {"oneOf": [{"type": "integer"}, {"type": "string"}]}
+    assert parameter_value(document, schema) == "a"
+    assert parameter_value(document, {"type": "integer", "minimum": 3}) == 3
 
 
 def test_answers_built_from_a_schema_fit_it(tmp_path: Path) -> None:

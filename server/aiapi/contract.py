@@ -138,12 +138,7 @@ def example_value(
         return merged
     for key in ("oneOf", "anyOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            branch = schema[key][0]
-            value = example_value(document, branch, depth + 1, full)
-            tagged = _branch_tag(schema, branch)
-            if tagged is not None and isinstance(value, dict):
-                value = {**value, tagged[0]: tagged[1]}
-            return value
+            return _alternative_example(document, schema, key, depth, full)
     if declared is None and "properties" in schema:
         declared = "object"
     if declared == "string":
@@ -169,6 +164,54 @@ def example_value(
             name: example_value(document, properties.get(name), depth + 1, full) for name in names
         }
     return "a"
+
+
+def _alternative_example(
+    document: ContractDocument, schema: dict[str, Any], key: str, depth: int, full: int
+) -> Any:
+    """A value for a oneOf/anyOf: each alternative in turn, merged with what the schema
+    says beside it (GitHub's check-runs body lists its properties beside a oneOf that only
+    adds `required`), first with fewer properties then with more (an empty object is valid
+    under each of GitHub's label alternatives, which a oneOf refuses); the first value the
+    whole schema accepts."""
+    judge = schema_judge(document)
+    beside = {k: v for k, v in schema.items() if k not in (key, "discriminator")}
+    first = None
+    for branch in schema[key]:
+        for more in (full, depth + 1, depth + 2):
+            merged = _merged_alternative(document, beside, branch)
+            value = example_value(document, merged, depth + 1, more)
+            tagged = _branch_tag(schema, branch)
+            if tagged is not None and isinstance(value, dict):
+                value = {**value, tagged[0]: tagged[1]}
+            if first is None:
+                first = value
+            if judge.fits(schema, value):
+                return value
+    return first
+
+
+def _merged_alternative(document: ContractDocument, beside: dict[str, Any], branch: Any) -> Any:
+    """One alternative of a oneOf/anyOf with the properties and `required` beside it."""
+    if not beside.get("properties") and not beside.get("required"):
+        return branch
+    resolved = document.resolve(branch)
+    if not isinstance(resolved, dict):
+        return branch
+    properties = dict(beside.get("properties") or {})
+    for name, extra in (resolved.get("properties") or {}).items():
+        properties[name] = {"allOf": [properties[name], extra]} if name in properties else extra
+    required = [*(beside.get("required") or []), *(resolved.get("required") or [])]
+    merged = {
+        **beside,
+        **{k: v for k, v in resolved.items() if k not in ("properties", "required")},
+    }
+    merged["properties"] = properties
+    if required:
+        merged["required"] = list(dict.fromkeys(r for r in required if isinstance(r, str)))
+    if "type" not in merged:
+        merged["type"] = "object"
+    return merged
 
 
 def _branch_tag(schema: dict[str, Any], branch: Any) -> tuple[str, str] | None:
@@ -620,7 +663,7 @@ def planned_calls(document: ContractDocument) -> list[PlannedCall]:
     calls = []
     for index, op in enumerate(collect_operations(document)):
         parameters = [
-            (param, example_value(document, param.schema))
+            (param, parameter_value(document, param.schema))
             for param in op.parameters
             if param.required
             or (param.location == "header" and param.name.lower() in LIBRARY_HEADERS)
@@ -639,6 +682,30 @@ def planned_calls(document: ContractDocument) -> list[PlannedCall]:
             call.skip = _uncallable(document, op, call.raw)
         calls.append(call)
     return calls
+
+
+def parameter_value(document: ContractDocument, schema: Any) -> Any:
+    """A parameter's example value, one that reads the same once it is text on the wire:
+    GitHub's workflow_id is `oneOf: [integer, string]`, so 1, sent as "1", is valid under
+    both alternatives and Prism refuses it; "a" is valid under the string one only."""
+    value = example_value(document, schema)
+    resolved = document.resolve(schema)
+    branches = resolved.get("oneOf") if isinstance(resolved, dict) else None
+    if not isinstance(branches, list) or len(branches) < 2:
+        return value
+    judge = schema_judge(document)
+
+    def readings(candidate: Any) -> int:
+        text = candidate if isinstance(candidate, str) else json.dumps(candidate)
+        forms = [candidate, text]
+        with contextlib.suppress(ValueError):
+            forms.append(json.loads(text))
+        return sum(any(judge.fits(branch, form) for form in forms) for branch in branches)
+
+    for candidate in [value, *(example_value(document, b) for b in branches)]:
+        if readings(candidate) == 1:
+            return candidate
+    return value
 
 
 def _uncallable(document: ContractDocument, op: Operation, raw: Any) -> str | None:
