@@ -236,7 +236,7 @@ def _type(document: dict[str, Any], schema: Any, depth: int, seen: set[str]) -> 
     if isinstance(properties, dict) and properties:
         if depth + 1 > SCHEMA_DEPTH:
             return name or "object"
-        required = set(_list(schema.get("required")))
+        required = {key for key in _list(schema.get("required")) if isinstance(key, str)}
         fields = [
             f"{key}{'' if key in required else '?'}: {_type(document, value, depth + 1, seen)}"
             for key, value in list(properties.items())[:24]

@@ -146,6 +146,13 @@ def test_what_is_not_an_openapi_3_document_is_left_alone() -> None:
     assert summarise('{"swagger": "2.0", "paths": {}}') is None
     assert summarise("- just\n- a list\n") is None
     assert summarise("a: &a [*a]\n") is None  # a self-referencing alias
+    odd = (  # a list of objects where names belong, a number for a schema
+        "openapi: 3.0.0\npaths:\n  /x:\n    get:\n      parameters: [{name: q, in: query,"
+        " schema: {type: object, required: [{a: 1}], properties: {a: 7}}}]\n"
+    )
+    contract = summarise(odd)
+    assert contract is not None
+    assert contract.operations[0].parameters[0].render() == "q (query, {a?: any})"
     assert looks_like_openapi('{\n  "openapi": "3.1.0",')
     assert looks_like_openapi("# comment\nopenapi: '3.0.2'\n")
     assert not looks_like_openapi("info:\n  openapi: 3.0.0\n")

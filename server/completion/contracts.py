@@ -179,7 +179,11 @@ class ContractIndex:
             text = _read(index.root, path)
         if text is None or not looks_like_openapi(text[:HEAD_CHARS]):
             return None
-        contract = summarise(text, json_text=language == "json")
+        try:
+            contract = summarise(text, json_text=language == "json")
+        except Exception:  # a document no rule foresaw must not stop indexing or completion
+            log.exception("OpenAPI document %s could not be summarised", path)
+            return None
         if contract is not None:
             log.info("OpenAPI document %s: %d operations", path, len(contract.operations))
         return contract
