@@ -23,6 +23,7 @@ from fake_openai import FakeBackend
 from server.aiapi.document import ContractDocument, load_document
 from server.aiapi.model_parts import PRIORITY, ModelOptions, ModelReport
 from server.aiapi.model_python import readme_problem, write_python_parts
+from server.aiapi.model_tests import operations_under_test, proposal
 from server.aiapi.python_client import generate_python
 from server.aiapi.test_skeletons import generate_python_tests
 from server.aiapi.verify import check_python
@@ -88,9 +89,10 @@ def mixed(tmp_path_factory: pytest.TempPathFactory, fake_server: FakeBackend) ->
             # unbalanced quotes: the module no longer parses
             {"match": "The method `show_pet_by_id`", "text": 'Info for a specific pet."'},
             {"match": "Write README.md", "text": README},
-            {"match": "The test of `list_pets`", "text": '```json\n{"limit": 25}\n```'},
-            {"match": "The test of `show_pet_by_id`", "text": '{"pet_id": "7", "owner": "me"}'},
-            {"match": "The test of `create_pets`", "text": "Sure! Here are some values:"},
+            # past int32: Prism answers 422, the test fails against the mock
+            {"match": "The test of `list_pets`", "text": '{"limit": 99999999999}'},
+            {"match": "The test of `show_pet_by_id`", "text": '```json\n{"pet_id": "7"}\n```'},
+            {"match": "The test of `create_pets`", "text": '{"owner": "me"}'},
         ]
     )
     tmp_path = tmp_path_factory.mktemp("mixed")
@@ -143,13 +145,24 @@ def test_a_docstring_that_breaks_the_code_falls_back_alone(mixed: Run) -> None:
 
 
 def test_test_arguments_are_kept_when_mypy_and_prism_pass(mixed: Run) -> None:
-    assert outcome_of(mixed.report, "test", "list_pets").kept
-    assert "client.list_pets(limit=25)" in mixed.tests
-    unknown = outcome_of(mixed.report, "test", "show_pet_by_id")
+    assert outcome_of(mixed.report, "test", "show_pet_by_id").kept
+    assert 'client.show_pet_by_id(pet_id="7")' in mixed.tests
+    rejected = outcome_of(mixed.report, "test", "list_pets")
+    assert not rejected.kept and "failed against Prism" in rejected.reason
+    assert "422" in rejected.reason and "99999999999" not in mixed.tests
+    unknown = outcome_of(mixed.report, "test", "create_pets")
     assert not unknown.kept and "no such argument: owner" in unknown.reason
-    garbage = outcome_of(mixed.report, "test", "create_pets")
-    assert not garbage.kept and "not JSON" in garbage.reason
-    assert "client.show_pet_by_id(pet_id=" in mixed.tests and "owner" not in mixed.tests
+    assert "owner" not in mixed.tests
+
+
+def test_test_arguments_that_are_not_a_json_object_are_refused() -> None:
+    document = load_document(PETSTORE)
+    op = next(
+        stub.op for stub in operations_under_test(document) if stub.python_name == "list_pets"
+    )
+    assert "not JSON" in proposal("Sure! Here are some values:", op)[1]
+    assert proposal("[1, 2]", op)[1] == "not a JSON object"
+    assert proposal('{"limit": 5}', op) == ({"limit": 5}, "")
 
 
 def test_the_readme_is_the_models_when_its_example_checks(mixed: Run) -> None:
@@ -196,6 +209,15 @@ def test_a_slow_model_runs_out_of_time_and_falls_back(tmp_path: Path, fake: Fake
     report = write_python_parts(document, tmp_path, options(fake.url, **limits))
     assert report.kept == 0 and report.fell_back == 4
     assert all("longer than" in piece.reason for piece in report.pieces)
+    asked = [e for e in fake.events() if e["body"] and "prompt" in e["body"]]
+    assert len(asked) == 4
+    for event in asked:  # never more than `concurrency` requests in flight
+        during = [
+            other
+            for other in asked
+            if other["received_at"] <= event["received_at"] < (other["closed_at"] or 1e18)
+        ]
+        assert len(during) <= 2
     assert (package / "client.py").read_bytes() == before
 
 

@@ -36,7 +36,12 @@ from server.aiapi.model_parts import (
 )
 from server.aiapi.naming import comment_text
 from server.aiapi.operations import Operation
-from server.aiapi.python_client import client_methods, package_name, ruff_format
+from server.aiapi.python_client import (
+    argument_names,
+    client_methods,
+    package_name,
+    ruff_format,
+)
 from server.aiapi.tools import GeneratorError
 from server.aiapi.verify import check_python
 
@@ -80,7 +85,9 @@ def write_python_parts(
         )
         for name, op in methods
     }
-    tests = model_tests.testable(document) if model_tests.test_module(folder) else []
+    tests = (
+        model_tests.operations_under_test(document) if model_tests.skeleton_module(folder) else []
+    )
     for stub in tests:
         requests[f"test:{stub.python_name}"] = request_for(
             chat_prompt(model_tests.TESTS_SYSTEM, model_tests.arguments_task(document, stub)),
@@ -131,7 +138,7 @@ def docstring_task(
 ) -> str:
     """What the model is told about one method: the operation's own words, masked."""
     source = raw.get((op.route, op.method), {})
-    arguments = {param.name: python for param, python in _arguments(op)}
+    arguments = {param.name: python for param, python in argument_names(op)}
     lines = [
         f"The method `{name}` of the Python client for {document.title!r} calls "
         f"{op.method.upper()} {op.route}"
@@ -183,12 +190,6 @@ def readme_task(
         "pydantic), one short example in a ```python block, and the list of methods."
     )
     return masked("\n".join(lines), document.path.name)
-
-
-def _arguments(op: Operation) -> list[tuple[Any, str]]:
-    from server.aiapi.python_client import argument_names
-
-    return list(argument_names(op))
 
 
 # --- docstrings -------------------------------------------------------------------------------

@@ -35,13 +35,13 @@ TESTS_SYSTEM: Final = (
 MAX_SCHEMA_CHARS: Final = 1500
 
 
-def test_module(folder: Path) -> Path | None:
+def skeleton_module(folder: Path) -> Path | None:
     """The skeleton's one test module under python/tests, if there is one."""
     modules = sorted((folder / "tests").glob("test_*.py"))
     return modules[0] if modules else None
 
 
-def testable(document: ContractDocument) -> list[StubOperation]:
+def operations_under_test(document: ContractDocument) -> list[StubOperation]:
     """The operations whose tests run (the skipped ones keep the generator's arguments)."""
     return [stub for stub in stub_operations(document) if stub.skip is None]
 
@@ -174,12 +174,12 @@ def apply_test_arguments(
     timeout_s: float,
 ) -> list[PieceOutcome]:
     """Put in the proposed arguments that pass the checks; the others stay the generator's."""
-    module = test_module(folder)
+    module = skeleton_module(folder)
     if module is None:
         return []
     original = module.read_text(encoding="utf-8")
     template = template_for(document, package)
-    by_name = {stub.python_name: stub for stub in testable(document)}
+    by_name = {stub.python_name: stub for stub in operations_under_test(document)}
     outcomes: dict[str, PieceOutcome] = {}
     candidates: dict[str, str] = {}
     for name, answer in answers.items():
@@ -270,7 +270,8 @@ def _check_with(
         if failure.startswith("no test ran"):
             return everyone, dict.fromkeys(everyone, f"pytest did not run: {failure[:200]}")
         if name in calls:
-            failing[name] = f"failed against Prism: {failure.split(':', 1)[-1].strip()[:200]}"
+            why = " ".join(failure.split(":", 1)[-1].split())[:200]
+            failing[name] = f"failed against Prism: {why}"
     if not failing:  # failures of tests with the generator's arguments are not the model's
         return set(), {}
     return set(failing), failing
