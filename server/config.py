@@ -302,6 +302,22 @@ class CompletionSettings(_Section):
         "make the model's answer start with its characters (vLLM structured outputs), so "
         "a word typed halfway is not forced to end at a token boundary.",
     )
+    keep_snippets: bool = Field(
+        True,
+        description="Keep the snippets of the previous prompt while the cursor stays in a "
+        "document, as long as they still fit, so the prompt before the current file stays "
+        "in the backend's prefix cache; they are replaced when retrieval finds a definition "
+        "of a name on the cursor's statement that they lack.",
+    )
+    window_step_lines: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="The current file's text before the cursor starts at a multiple of this "
+        "many lines, so its start, and the prompt up to it, stays the same while the cursor "
+        "moves within a step; larger steps keep it longer and show up to that many lines "
+        "less.",
+    )
 
     @field_validator("tokenizer")
     @classmethod

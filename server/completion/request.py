@@ -198,6 +198,8 @@ def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
         ),
         head_share=settings.imports_share,
         similar_cursor_line=settings.similar_code_cursor_line,
+        prefix_step_lines=settings.window_step_lines,
+        keep_snippets=settings.keep_snippets,
     )
 
 

@@ -1,10 +1,11 @@
 """`ContextBuilder`, a workspace's context builder: `build`, once per completion request
 (analyse the cursor, gather the candidates and similar code, keep the chosen set steady,
-pack them into the budget), and `prepare`, which does ahead of a file's first keystroke
-what its builds would otherwise wait for, down to rehearsing builds spread over the file.
-It makes the caches that the parts it is built from use: the project's files (`files`),
-name resolution (`resolution`), candidate gathering (`candidates`), similar code
-(`similar_chunks`) and the per-file memory of chosen snippets (`memory`)."""
+pack them into the budget, keep the previous set over a stay in the document), and
+`prepare`, which does ahead of a file's first keystroke what its builds would otherwise
+wait for, down to rehearsing builds spread over the file. It makes the caches that the
+parts it is built from use: the project's files (`files`), name resolution
+(`resolution`), candidate gathering (`candidates`), similar code (`similar_chunks`), the
+per-file memory of chosen snippets (`memory`) and the kept set (`keeping`)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ from server.completion.context.imported_names import (
     _use_starts,
     _Uses,
 )
+from server.completion.context.keeping import SnippetKeeping
 from server.completion.context.lru import _Lru
-from server.completion.context.memory import SnippetMemory, _Memory
+from server.completion.context.memory import _Memory
 from server.completion.context.model import (
     Budget,
     Context,
@@ -58,7 +60,7 @@ dozen objects in its memos, so at 700 one build in thirty paid a collection (up 
 1.7 ms); `prepare` freezes what it made, so a collection walks only what came since."""
 
 
-class ContextBuilder(CandidateRanking, SimilarCode, SnippetMemory):
+class ContextBuilder(CandidateRanking, SimilarCode, SnippetKeeping):
     """Builds the context for each completion request of one workspace.
 
     `index` may be None while the workspace is still being indexed: the context is then
@@ -163,6 +165,17 @@ class ContextBuilder(CandidateRanking, SimilarCode, SnippetMemory):
             file_path=file_path,
             language=cursor.language,
         )
+        if budget.keep_snippets:
+            context = self._kept_or_fresh(
+                context,
+                file_path,
+                text,
+                offset,
+                budget,
+                self._memo_count,
+                overhead or default_overhead(count),
+                cursor,
+            )
         self._remember(file_path, context.snippets)
         return context
 

@@ -49,6 +49,9 @@ class Budget:
     head_share: float = 0.1
     """Most the current file's imports may take when the prefix is cut above them
     (`server.completion.file_head`), out of the prefix's room; 0 turns them off."""
+    keep_snippets: bool = False
+    """Whether a build keeps the previous build's snippets for the same document while
+    they fit and nothing clearly better turns up (`server.completion.context.keeping`)."""
     fim_suffix_tokens: int = 0
     """Most of the suffix kept in the fill-in-the-middle slot; the rest (the file's tail)
     becomes a snippet before the current file, where the prefix cache keeps it, since the
