@@ -44,7 +44,9 @@ in comments and strings are not names; a bare word being typed never pulls in a 
 module. Similar-code chunks are kept the same way, their search memoised by the query
 terms the chunks know (a half-typed word changes nothing), a chosen chunk winning
 near-ties and fading out when no longer found. On /tmp/bigws this keeps the shared prompt
-prefix between keystrokes at 90-93%.
+prefix between keystrokes at 90-93%. With `Budget.keep_snippets` the whole chosen set is
+shown again over a stay in the document, until the cursor's statement needs a definition
+it lacks (`keeping`).
 
 State: the builder is per workspace and keeps per-file caches (outlines arranged for
 lookups, rendered snippets, token sets, similar-code chunk indexes, all keyed by file
@@ -67,8 +69,9 @@ header, FIM markers) are the caller's `reserved`.
 The modules, from the bottom up: `model` (the values: Budget, Snippet, Context, Target),
 `lru`, `definitions` (a file's outline for lookups, what signatures say), `module_files`,
 `rendering`, `near_duplicates`, `trimming`, `packing` (`build_context`), `imported_names`;
-then the builder's parts: `files`, `resolution`, `candidates`, `similar_chunks`, `memory`;
-and `builder` (`ContextBuilder`). Below are the names code outside the package imports.
+then the builder's parts: `files`, `resolution`, `candidates`, `similar_chunks`, `memory`,
+`keeping` (the set kept over a stay in a document, `Budget.keep_snippets`); and `builder`
+(`ContextBuilder`). Below are the names code outside the package imports.
 """
 
 from server.completion.context.builder import ContextBuilder
