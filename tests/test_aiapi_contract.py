@@ -154,7 +154,7 @@ def test_answers_built_from_a_schema_fit_it(tmp_path: Path) -> None:
     Prism's answers broke both schemas, the examples built instead must not."""
     document = load(tmp_path, {"paths": {}, "components": {"schemas": SCHEMAS}})
     judge = schema_judge(document)
-    for name in ("GetGeofenceResponse", "SafetyCheck", "HealthEvent"):
+    for name in ("GetGeofenceResponse", "SafetyCheck", "HealthEvent", "SshPublicKey", "Key"):
         schema = {"$ref": f"#/components/schemas/{name}"}
         built = example_value(document, schema, full=3)
         assert judge.problems(schema, built) == [], (name, built)
@@ -199,6 +199,10 @@ SCHEMAS: dict[str, Any] = {
     "HealthEvent": {
         "properties": {"TimeToLiveInMilliSeconds": {"type": "string", "format": "duration"}}
     },
+    # googleapis.com/oslogin: an int64 as text; keyserv.solutions: a `guid`
+    "SshPublicKey": {"type": "object", "properties": {
+        "expirationTimeUsec": {"type": "string", "format": "int64"}}},
+    "Key": {"type": "object", "properties": {"serial": {"type": "string", "format": "guid"}}},
     # npr.org/station-finder: an allOf of parts that name no type
     "StationListDocument": {
         "allOf": [{"properties": {"href": {"type": "string"}}},
@@ -220,6 +224,10 @@ SCHEMAS: dict[str, Any] = {
         ("HealthEvent", {"TimeToLiveInMilliSeconds": "P"}, False),
         ("SafetyCheck", {"Kind": "EnsureSeedNodeQuorum"}, True),  # x-ms-discriminator-value
         ("SafetyCheck", {"Kind": "Invalid"}, False),  # in the enum, but names no schema
+        ("SshPublicKey", {"expirationTimeUsec": "1700000000000000"}, True),
+        ("SshPublicKey", {"expirationTimeUsec": "string"}, False),  # zod's coerce.bigint
+        ("Key", {"serial": "3fa85f64-5717-4562-b3fc-2c963f66afa6"}, True),
+        ("Key", {"serial": "string"}, False),  # zod's guid()
         ("StationListDocument", {"href": "/x"}, True),
         ("StationListDocument", None, False),  # Prism's answer to a schema with no type
         ("StationListDocument", [{"href": "/x"}], False),  # applicationinsights' example

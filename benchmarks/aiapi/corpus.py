@@ -185,9 +185,11 @@ def report(records: list[dict[str, Any]], languages: tuple[str, ...]) -> str:
             for o in contracted:
                 operations.update(o["operations"])
             calls = ", ".join(f"{n} {what}" for what, n in operations.most_common())
+            untested = sum(1 for o in contract_ok if not o["operations"].get("ok"))
             contract_text = (
                 f"contract tests {len(contract_ok)}/{len(contracted)} "
-                f"({_share(len(contract_ok), len(contracted))}; operations: {calls})"
+                f"({_share(len(contract_ok), len(contracted))}; {untested} of those passes "
+                f"called no operation the mock could play; operations: {calls})"
             )
             final = contract_ok
         else:
@@ -271,7 +273,11 @@ def main() -> int:
     )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per checker run")
     parser.add_argument(
-        "--report", type=Path, nargs="+", help="only summarise these results.jsonl files"
+        "--report",
+        type=Path,
+        nargs="+",
+        help="only summarise these results.jsonl files (where several hold a document, the "
+        "last one's record counts: a run, then its --retry)",
     )
     parser.add_argument(
         "--retry",
@@ -298,13 +304,13 @@ def main() -> int:
     args = parser.parse_args()
     languages = tuple(args.languages.split(","))
     if args.report:
-        records = [
-            json.loads(line)
-            for results in args.report
-            for line in results.read_text().splitlines()
-            if line
-        ]
-        print(report(records, languages))
+        by_id: dict[str, dict[str, Any]] = {}  # a later file's record of a document wins
+        for results in args.report:
+            for line in results.read_text().splitlines():
+                if line:
+                    record = json.loads(line)
+                    by_id[record["id"]] = record
+        print(report(list(by_id.values()), languages))
         return 0
     modules = install_corpus(args.cache)
     pool = corpus_pool(modules)

@@ -72,6 +72,15 @@ STRING_FORMATS = {
     "idn-hostname": "example.com",
     "idn-email": "someone@example.com",
     "json-pointer": "/a",
+    "guid": "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    # numbers as text (Google's documents: `type: string, format: int64`)
+    "int32": "1",
+    "int64": "1",
+    "uint32": "1",
+    "uint64": "1",
+    "float": "1.5",
+    "double": "1.5",
+    "decimal": "1.5",
 }
 
 
@@ -406,6 +415,26 @@ ISO_DURATION = re.compile(
 )
 
 
+TEXT_NUMBERS = {
+    "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
+    "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
+    "float": None, "double": None, "decimal": None,
+}  # fmt: skip
+
+
+def _text_number_check(bounds: tuple[int, int] | None, original: Any) -> Any:
+    def check(value: Any) -> bool:
+        if not isinstance(value, str):
+            return original[0](value) if original is not None else True
+        try:
+            number = int(value) if bounds is not None else float(value)
+        except ValueError:
+            return False
+        return bounds is None or bounds[0] <= number <= bounds[1]
+
+    return check
+
+
 class SchemaJudge:
     """Validates values against the document's schemas as OpenAPI reads them: 3.0's
     nullable, formats (`duration` as ISO 8601 too), patterns as ECMA-262 regexes, and a
@@ -467,6 +496,12 @@ class SchemaJudge:
         checker.checks("duration")(
             lambda text: not isinstance(text, str) or bool(ISO_DURATION.match(text))
         )
+        # `guid` as the uuid it names (keyserv.solutions); numbers' formats on a string as
+        # that number in text (Google's int64 strings), as the clients' validators read them
+        checker.checkers["guid"] = checker.checkers["uuid"]
+        for name, kind in TEXT_NUMBERS.items():
+            original = checker.checkers.get(name)
+            checker.checks(name)(_text_number_check(kind, original))
         checker.checks("regex")(
             lambda text: not isinstance(text, str) or _ecma_regex(text) is not None
         )
