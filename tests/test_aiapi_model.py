@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from fake_openai import FakeBackend
 
 from server.aiapi.document import ContractDocument, load_document
 from server.aiapi.model_parts import PRIORITY, ModelOptions, ModelReport
-from server.aiapi.model_python import readme_problem, write_python_parts
+from server.aiapi.model_python import readme_problem, render_docstring, write_python_parts
 from server.aiapi.model_tests import operations_under_test, proposal
 from server.aiapi.python_client import generate_python
 from server.aiapi.test_skeletons import generate_python_tests
@@ -250,3 +251,12 @@ def test_the_command_line_keeps_the_deterministic_output_when_the_model_is_down(
         [*command, "--settings", too_short], capture_output=True, text=True, env=env, cwd=ROOT
     )
     assert bad.returncode == 2 and "bad --settings" in bad.stderr
+
+
+def test_a_backslash_in_a_docstring_is_written_as_the_model_wrote_it() -> None:
+    rendered = render_docstring("Match ids like \\d+.", "    ")
+    namespace: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an invalid escape would warn
+        exec(compile(f"def f() -> None:\n{rendered}", "<doc>", "exec"), namespace)
+    assert namespace["f"].__doc__ == "Match ids like \\d+."

@@ -157,14 +157,15 @@ def ask_all(
     could not be reached at all, in which case nothing was asked."""
     if not requests:
         return {}, None
-    return asyncio.run(_ask_all(requests, options, backend_factory))
+    return asyncio.run(ask_all_async(requests, options, backend_factory))
 
 
-async def _ask_all(
+async def ask_all_async(
     requests: Mapping[str, CompletionRequest],
     options: ModelOptions,
-    backend_factory: Callable[[], CompletionBackend] | None,
+    backend_factory: Callable[[], CompletionBackend] | None = None,
 ) -> tuple[dict[str, Answer], str | None]:
+    """`ask_all` for a caller already on an event loop (the job service, the editor)."""
     backend = (
         backend_factory()
         if backend_factory is not None

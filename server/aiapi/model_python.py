@@ -216,7 +216,9 @@ def docstring_text(answer: str) -> tuple[str | None, str]:
 
 
 def render_docstring(text: str, indent: str) -> str:
-    lines = text.split("\n")
+    """The docstring at `indent`; backslashes doubled, so `\\d` reads as written and
+    Python warns of no invalid escape."""
+    lines = text.replace("\\", "\\\\").split("\n")
     if len(lines) == 1:
         return f'{indent}"""{lines[0]}"""\n'
     rest = "".join(f"{indent}{line}\n" if line.strip() else "\n" for line in lines[1:])
