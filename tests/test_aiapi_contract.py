@@ -563,7 +563,8 @@ def test_go_client_sends_forms_and_lists_and_reads_text(tmp_path: Path) -> None:
 # amazonaws.com/location's GetGeofence (Prism answers "string" for a date-time behind
 # allOf, and its dynamic mode cannot write \p{L}), azure.com/apimanagement's required
 # If-Match header (openapi-ts' request validator refused it), evetech.net's optional
-# Accept-Language enum (Node's fetch sends `*`).
+# Accept-Language enum (Node's fetch sends `*`), googleapis.com/checks' optional
+# octet-stream body with an object schema (the Go client sent one, which Prism refused).
 THREE_CLIENTS = {
     "paths": {
         "/geofencing/v0/collections/{CollectionName}/geofences/{GeofenceId}": {"get": {
@@ -586,6 +587,15 @@ THREE_CLIENTS = {
                  "schema": {"type": "string"}},
             ],
             "responses": {"200": {"description": "deleted"}},
+        }},
+        # googleapis.com/checks: an optional octet-stream body Prism reads as an object
+        "/v1alpha/{parent}/reports:analyzeUpload": {"post": {
+            "operationId": "checks.accounts.apps.reports.analyzeUpload",
+            "parameters": [{"name": "parent", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "requestBody": {"content": {"application/octet-stream": {"schema": {
+                "type": "object", "properties": {"codeReferenceId": {"type": "string"}}}}}},
+            "responses": {"200": {"description": "ok"}},
         }},
         "/search/": {"get": {
             "operationId": "get_search",
@@ -619,7 +629,7 @@ def test_three_clients_pass_against_prism_where_its_answers_break_the_schema(
         assert entry.check is not None and entry.check.ok, entry.check.output
         tested = entry.contract
         assert tested is not None
-        assert tested.ok and tested.outcomes == {"ok": 3}, (entry.language, tested.output)
+        assert tested.ok and tested.outcomes == {"ok": 4}, (entry.language, tested.output)
     notes = {entry.language: entry.contract.notes for entry in result.languages if entry.contract}
     # pydantic and zod read the date-time and reject "string"; Go keeps it as text
     for language in ("python", "typescript"):

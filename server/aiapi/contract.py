@@ -873,7 +873,9 @@ def _go_calls(document: ContractDocument, calls: list[PlannedCall]) -> list[dict
         arguments = [given[(p.name, p.location)] for p in op.parameters if p.required]
         if op.body is not None:
             body = call.body
-            if op.body.is_form:  # url.Values: each field's values as text
+            if not op.body_required and not op.body.is_json:
+                body = None  # an optional blob or form is left empty, as the others leave it
+            elif op.body.is_form:  # url.Values: each field's values as text
                 body = {
                     k: [str(x) for x in (v if isinstance(v, list) else [v])]
                     for k, v in ((k, _form_text(v)) for k, v in body.items())
