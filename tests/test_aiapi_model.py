@@ -228,7 +228,11 @@ def test_a_readme_whose_example_calls_an_unknown_method_is_refused() -> None:
     invented = README.replace("list_pets(limit=10)", "delete_all_pets()")
     assert "delete_all_pets" in readme_problem(invented, methods)
     assert "does not parse" in readme_problem(README.replace("limit=10)", "limit=10"), methods)
-    assert "masked" in readme_problem("key <redacted>", methods)
+    assert "masked" in readme_problem("# Pets\nkey <redacted>", methods)
+    assert "heading" in readme_problem("{}", methods)
+    names = ("swagger_petstore_client", "Swagger Petstore")
+    assert readme_problem(README, methods, names) == ""
+    assert "names neither" in readme_problem("# Hello\n", methods, names)
 
 
 def test_the_command_line_keeps_the_deterministic_output_when_the_model_is_down(

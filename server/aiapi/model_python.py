@@ -120,7 +120,9 @@ def write_python_parts(
         report.pieces += model_tests.apply_test_arguments(
             document, folder, package, proposed, options.check_timeout_s
         )
-    readme, outcome = checked_readme(answers.get("readme", Answer(None, "not asked")), methods)
+    readme, outcome = checked_readme(
+        answers.get("readme", Answer(None, "not asked")), methods, (package.name, document.title)
+    )
     report.pieces.append(outcome)
     (folder / "README.md").write_text(readme or deterministic_readme, encoding="utf-8")
     report.seconds = time.perf_counter() - started
@@ -212,6 +214,8 @@ def docstring_text(answer: str) -> tuple[str | None, str]:
         return None, f"longer than {MAX_DOC_LINES} lines or {MAX_DOC_CHARS} characters"
     if "```" in text:
         return None, "it holds code"
+    if not re.search(r"[^\W\d_]{2,}", text):
+        return None, "it holds no words"
     return "\n".join(lines), ""
 
 
@@ -348,7 +352,7 @@ def _restore(package: Path, original: str) -> None:
 
 
 def checked_readme(
-    answer: Answer, methods: list[tuple[str, Operation]]
+    answer: Answer, methods: list[tuple[str, Operation]], names: tuple[str, ...] = ()
 ) -> tuple[str | None, PieceOutcome]:
     """The model's README when it passes the checks; else None and why."""
     if answer.text is None:
@@ -357,16 +361,21 @@ def checked_readme(
     if text.startswith("```markdown") or text.startswith("```md"):
         text = text.split("\n", 1)[1] if "\n" in text else ""
         text = text.removesuffix("```").strip()
-    why = readme_problem(text, {name for name, _ in methods})
+    why = readme_problem(text, {name for name, _ in methods}, names)
     if why:
         return None, PieceOutcome("readme", "README.md", False, why)
     return text + "\n", PieceOutcome("readme", "README.md", True)
 
 
-def readme_problem(text: str, methods: set[str]) -> str:
-    """Why a README cannot be kept ('' when it can)."""
+def readme_problem(text: str, methods: set[str], names: tuple[str, ...] = ()) -> str:
+    """Why a README cannot be kept ('' when it can); `names` are the package's and the
+    API's, one of which a README about them names."""
     if not text:
         return "the answer is empty"
+    if not re.search(r"^#", text, flags=re.MULTILINE):
+        return "it has no heading"
+    if names and not any(name.lower() in text.lower() for name in names):
+        return "it names neither the package nor the API"
     if holds_mask(text):
         return "it repeats a masked credential"
     if len(text.split("\n")) > MAX_README_LINES:
