@@ -8,6 +8,7 @@ planted in the document never reaches a prompt."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,12 +23,14 @@ from conftest import ROOT
 from fake_openai import FakeBackend
 
 from server.aiapi.document import ContractDocument, load_document
+from server.aiapi.go_client import generate_go
+from server.aiapi.model_go import write_go_parts
 from server.aiapi.model_parts import PRIORITY, ModelOptions, ModelReport
 from server.aiapi.model_python import readme_problem, render_docstring, write_python_parts
 from server.aiapi.model_tests import operations_under_test, proposal
 from server.aiapi.python_client import generate_python
 from server.aiapi.test_skeletons import generate_python_tests
-from server.aiapi.verify import check_python
+from server.aiapi.verify import check_go, check_python
 from server.backend.client import Priority
 from server.config import BackendSettings
 
@@ -264,3 +267,34 @@ def test_a_backslash_in_a_docstring_is_written_as_the_model_wrote_it() -> None:
         warnings.simplefilter("error")  # an invalid escape would warn
         exec(compile(f"def f() -> None:\n{rendered}", "<doc>", "exec"), namespace)
     assert namespace["f"].__doc__ == "Match ids like \\d+."
+
+
+def test_go_doc_comments_are_kept_when_go_vet_passes(tmp_path: Path, fake: FakeBackend) -> None:
+    if not (shutil.which("go") and shutil.which("gofmt")):
+        pytest.skip("go missing (Debian golang-go): run bash server/aiapi/install_tools.sh")
+    fake.script(
+        [
+            {
+                "match": "The method `ListPets`",
+                "text": "ListPets lists all pets.\n\nlimit: how many.",
+            },
+            {"match": "The method `ShowPetById`", "text": "{}"},  # no words: refused
+        ],
+        default_text="Creates a pet.",
+    )
+    document = planted(tmp_path)
+    generate_go(document, tmp_path / "go")
+    report = write_go_parts(document, tmp_path, options(fake.url))
+    client = (tmp_path / "go" / "client.go").read_text(encoding="utf-8")
+    assert (
+        "// ListPets lists all pets.\n//\n// limit: how many.\nfunc (c *Client) ListPets(" in client
+    )
+    assert "// CreatePets: Creates a pet.\nfunc (c *Client) CreatePets(" in client
+    assert "// ShowPetById: Info for a specific pet\nfunc (c *Client) ShowPetById(" in client
+    refused = outcome_of(report, "comment", "ShowPetById")
+    assert not refused.kept and "no words" in refused.reason
+    assert (report.kept, report.fell_back) == (2, 1)
+    assert check_go(tmp_path / "go").ok
+    prompts = [e for e in fake.events() if e["body"] and "prompt" in e["body"]]
+    assert {e["body"].get("priority") for e in prompts} == {int(Priority.REFACTOR)}
+    assert not any(STRIPE_KEY in str(e["prompt"]) for e in prompts)

@@ -62,7 +62,7 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--with-model",
         action="store_true",
         help="let the model write the Python client's docstrings, its README and the test "
-        "skeleton's example arguments (at the "
+        "skeleton's example arguments, and the Go client's doc comments (at the "
         "refactor priority, from the same backend settings as the editor); a piece that "
         "fails the checks keeps the generated text (docs/aiapi.md, Model-written parts)",
     )
@@ -172,10 +172,12 @@ def _write_model_parts(
     say: Callable[[str], None],
 ) -> None:
     """The model-written parts over what was generated (a report line per language)."""
+    from server.aiapi.model_go import write_go_parts
     from server.aiapi.model_python import write_python_parts
 
     if "python" in languages:
         say(write_python_parts(document, out, options, progress=say).summary())
-    others = [language for language in languages if language != "python"]
-    if others:
-        say(f"{', '.join(others)}: no model-written parts yet (Python only)")
+    if "go" in languages:
+        say(write_go_parts(document, out, options, progress=say).summary())
+    if "typescript" in languages:
+        say("typescript: no model-written parts yet (Python and Go only)")
