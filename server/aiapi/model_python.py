@@ -67,8 +67,9 @@ def write_python_parts(
     options: ModelOptions,
     progress: Callable[[str], None] | None = None,
 ) -> ModelReport:
-    """Ask for the docstrings and the README of out/python, keep those that pass the
-    checks, and report on each."""
+    """Ask for the docstrings, the test skeleton's arguments (when out/python/tests has
+    one) and the README of out/python in one batch; keep the pieces that pass their checks,
+    and report on each."""
     started = time.perf_counter()
     report = ModelReport("python")
     folder = out / "python"
