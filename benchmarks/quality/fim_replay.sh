@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The server's stop rules and filters, of this checkout and of a baseline revision, on the
-# same recorded raw model outputs, scored side by side by ../shared/eval/fim/fim_eval.py.
+# same recorded raw model outputs, scored side by side by benchmarks/quality/fim_score.py.
 # Runs on this machine in a minute or two: the model ran once, when the outputs were
 # recorded (docs/results/fim_raw/, or RECORD=1 against ENDPOINT; see benchmarks/README.md).
 #
@@ -11,7 +11,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 py=${PYTHON:-$repo/.venv/bin/python}
-fim=$repo/../shared/eval/fim
+data=$repo/benchmarks/quality/fim/data
 raw=${RAW:-$repo/docs/results/fim_raw}
 out=${OUT:-$(mktemp -d)}
 base_rev=${1:-HEAD~1}
@@ -23,12 +23,13 @@ declare -A stride=([single]=${STRIDE_single:-12} [multi]=${STRIDE_multi:-50}
 base=$out/base
 git -C "$repo" worktree add -q --detach "$base" "$base_rev"
 trap 'git -C "$repo" worktree remove --force "$base"' EXIT
-cp "$repo/benchmarks/quality/fim_server_eval.py" "$base/benchmarks/"  # the same harness for both
+mkdir -p "$base/benchmarks/quality"  # the same harness for both, at its path of this checkout
+cp "$repo/benchmarks/quality/fim_server_eval.py" "$base/benchmarks/quality/"
 mkdir -p "$out/data" "$raw"
 printf '%-14s %-10s %5s %8s %8s\n' set rules n 'pass@1' 'EM'
 for set in ${SETS:-multi single safim-block}; do
-  # the sample: every Nth problem, as fim_eval.py's data, so only it is scored
-  "$py" - "$fim/data/${file[$set]}.jsonl.gz" "$out/data/${file[$set]}.jsonl.gz" "${stride[$set]}" <<'EOF'
+  # the sample: every Nth problem, as the scorer's data, so only it is scored
+  "$py" - "$data/${file[$set]}.jsonl.gz" "$out/data/${file[$set]}.jsonl.gz" "${stride[$set]}" <<'EOF'
 import gzip, sys
 rows = [line for line in gzip.open(sys.argv[1], "rt") if line.strip()][:: int(sys.argv[3])]
 with gzip.open(sys.argv[2], "wt") as f:
@@ -44,7 +45,7 @@ EOF
     tree=$repo; [ "$rules" = base ] && tree=$base
     (cd "$tree" && "$py" benchmarks/quality/fim_server_eval.py --dataset "$set" --data "$out/data" \
       --replay "$raw_file" --out "$out/$set-$rules.jsonl")
-    python3 "$fim/fim_eval.py" --dataset "$set" --data-dir "$out/data" --quiet \
+    "$py" "$repo/benchmarks/quality/fim_score.py" --dataset "$set" --data-dir "$out/data" --quiet \
       --completions "$out/$set-$rules.jsonl" --summary "$out/$set-$rules.json" > /dev/null
     python3 - "$out/$set-$rules.json" "$set" "$rules" <<'EOF'
 import json, sys

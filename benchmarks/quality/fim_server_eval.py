@@ -1,15 +1,15 @@
-"""HumanEval infilling through `headstart serve`, scored by ../shared/eval/fim/fim_eval.py.
+"""HumanEval infilling through `headstart serve`, scored by benchmarks/quality/fim_score.py.
 
 Each problem is a file the user is writing: the text before the hole, an empty line where
 the missing code goes, and the text after it. The file is opened in a running server
 (didOpen, a path outside the workspace folder, so no other problem is ever in its
 context), an inline completion is asked for at column 0 of the empty line, and the
 suggestion is what an editor would insert. The filled program is `prefix + suggestion +
-"\\n" + suffix`, so the completion handed to fim_eval.py is the suggestion plus a newline.
+"\\n" + suffix`, so the completion handed to fim_score.py is the suggestion plus a newline.
 
     python benchmarks/quality/fim_server_eval.py --dataset single \\
         --endpoint http://127.0.0.1:8000/v1 --out single.jsonl [--limit N] [--concurrency 16]
-    python ../shared/eval/fim/fim_eval.py --dataset single --completions single.jsonl
+    python benchmarks/quality/fim_score.py --dataset single --completions single.jsonl
 
 `--raw FILE` asks the backend directly instead, with the prompt the server would build
 (server.completion.request.plan_request) and no stop rules of ours (only the template's stop
@@ -46,7 +46,7 @@ from server.completion.token_count import load_token_counter  # noqa: E402
 from server.config import load_settings  # noqa: E402
 from server.metrics import percentile  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "eval" / "fim" / "data"
+DATA = ROOT / "benchmarks" / "quality" / "fim" / "data"  # the sets and their licences
 FILES = {
     "single": "HumanEval-SingleLineInfilling.jsonl.gz",
     "multi": "HumanEval-MultiLineInfilling.jsonl.gz",
@@ -264,10 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", choices=sorted(FILES), default="single")
-    parser.add_argument("--data", type=Path, default=DATA, help="fim_eval.py's data folder")
+    parser.add_argument("--data", type=Path, default=DATA, help="the sets' folder")
     parser.add_argument("--endpoint", default="http://127.0.0.1:8000/v1")
     parser.add_argument("--model", help="default: the first of GET /models")
-    parser.add_argument("--out", type=Path, help="completions for fim_eval.py --completions")
+    parser.add_argument("--out", type=Path, help="completions for fim_score.py --completions")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--stride", type=int, default=1, help="every Nth problem only")
     parser.add_argument("--concurrency", type=int, default=16)
