@@ -73,6 +73,7 @@ PATTERNS = [
     ("^arn(:[a-z0-9]+([.-][a-z0-9]+)*){2}(:([a-z0-9]+([.-][a-z0-9]+)*)?){2}:([^/].*)?$", 0, None),
     ("^[a-zA-Z](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$", 1, 50),
     ("^\\d{3}-[A-F]{2,}$", 8, 12),
+    ("\\d+", 12, 12),  # amazonaws.com/cleanrooms' AccountId
 ]  # fmt: skip
 
 
@@ -161,6 +162,8 @@ def test_answers_built_from_a_schema_fit_it(tmp_path: Path) -> None:
     assert example_value(document, {"$ref": "#/components/schemas/SafetyCheck"}) == {
         "Kind": "EnsureSeedNodeQuorum"  # the first schema that extends it, by its tag
     }
+    built = example_value(document, {"$ref": "#/components/schemas/FailedPropertyBatchInfo"})
+    assert built["Kind"] == "Failed"  # its own tag, not the parent enum's first value
 
 
 # --- judging an answer by the document --------------------------------------------------
@@ -203,6 +206,22 @@ SCHEMAS: dict[str, Any] = {
     "SshPublicKey": {"type": "object", "properties": {
         "expirationTimeUsec": {"type": "string", "format": "int64"}}},
     "Key": {"type": "object", "properties": {"serial": {"type": "string", "format": "guid"}}},
+    # azure.com/servicefabric: SubmitBatch answers SuccessfulPropertyBatchInfo with the
+    # document's example of a failure
+    "PropertyBatchInfo": {"discriminator": {"propertyName": "Kind"}, "required": ["Kind"],
+                          "properties": {"Kind": {"type": "string",
+                                                  "enum": ["Invalid", "Successful", "Failed"]}}},
+    "SuccessfulPropertyBatchInfo": {"allOf": [{"$ref": "#/components/schemas/PropertyBatchInfo"}],
+                                    "x-ms-discriminator-value": "Successful",
+                                    "properties": {"Properties": {"type": "object"}}},
+    "FailedPropertyBatchInfo": {"allOf": [{"$ref": "#/components/schemas/PropertyBatchInfo"}],
+                                "x-ms-discriminator-value": "Failed",
+                                "properties": {"ErrorMessage": {"type": "string"}}},
+    "PropertyBatchInfoChoice": {
+        "discriminator": {"propertyName": "Kind"},
+        "oneOf": [{"$ref": "#/components/schemas/SuccessfulPropertyBatchInfo"},
+                  {"$ref": "#/components/schemas/FailedPropertyBatchInfo"}],
+    },
     # npr.org/station-finder: an allOf of parts that name no type
     "StationListDocument": {
         "allOf": [{"properties": {"href": {"type": "string"}}},
@@ -228,6 +247,11 @@ SCHEMAS: dict[str, Any] = {
         ("SshPublicKey", {"expirationTimeUsec": "string"}, False),  # zod's coerce.bigint
         ("Key", {"serial": "3fa85f64-5717-4562-b3fc-2c963f66afa6"}, True),
         ("Key", {"serial": "string"}, False),  # zod's guid()
+        ("SuccessfulPropertyBatchInfo", {"Kind": "Successful", "Properties": {}}, True),
+        ("SuccessfulPropertyBatchInfo", {"Kind": "Failed", "ErrorMessage": "x"}, False),
+        ("PropertyBatchInfo", {"Kind": "Failed"}, True),
+        # a oneOf's alternative named by x-ms-discriminator-value, not a schema name
+        ("PropertyBatchInfoChoice", {"Kind": "Failed", "ErrorMessage": "x"}, True),
         ("StationListDocument", {"href": "/x"}, True),
         ("StationListDocument", None, False),  # Prism's answer to a schema with no type
         ("StationListDocument", [{"href": "/x"}], False),  # applicationinsights' example
@@ -350,6 +374,11 @@ DANIWEB = {
                     "properties": {"archived_status": {"type": "boolean"}}}}}},
             ),
         },
+        # amazonaws.com/cleanrooms: Prism answers an empty object schema with no body
+        "/collaborations/{id}": {"delete": {"parameters": [
+            {"in": "path", "name": "id", "required": True, "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/DeleteCollaborationOutput"}}}}}}},
         "/users/~": {"get": {"responses": {"200": {"description": "ok", "content": {
             "application/json": {"schema": {"$ref": "#/components/schemas/Endpoint-get-users--"}}
         }}}}},
@@ -360,6 +389,7 @@ DANIWEB = {
     "components": {"schemas": {
         "Endpoint-get-users": {"type": "object", "properties": {"data": {"type": "array"}}},
         "Endpoint-get-users--": {"type": "object", "properties": {"data": {"type": "object"}}},
+        "DeleteCollaborationOutput": {"type": "object", "properties": {}},
     }},
 }  # fmt: skip
 
@@ -385,7 +415,7 @@ def test_python_client_sends_lists_booleans_and_reads_any_media_type(daniweb_cli
             return httpx.Response(200, text="AB+", headers={"content-type": "text/plain"})
         if request.url.path.endswith("~"):
             return httpx.Response(200, json={"data": {"id": 1}})
-        return httpx.Response(200)
+        return httpx.Response(200, headers={"content-type": "application/json"})
 
     transport = httpx.MockTransport(handle)
     with daniweb_client.Client("http://api", transport=transport) as client:
@@ -393,6 +423,7 @@ def test_python_client_sends_lists_booleans_and_reads_any_media_type(daniweb_cli
         client.patch_conversations_id_statuses(7, data={"archived_status": False})
         assert client.get_api_person_bloodtype() == "AB+"  # text, not JSON
         assert client.get_users().data == {"id": 1}  # the schema of "Endpoint-get-users--"
+        client.delete_collaborations_id("c1")  # an empty body, read as {} as openapi-ts does
     assert seen[0].url.raw_path == b"/conversations/3,4/statuses"  # simple style
     assert b'name="archived_status"\r\n\r\nfalse\r\n' in seen[1].read()
 
@@ -674,6 +705,21 @@ TYPESCRIPT_EXTRACT = {
             "responses": {"200": {"description": "OK", "content": {"application/json": {
                 "schema": {"type": "object"}}}}},
         }},
+        # azure.com/servicefabric: three levels of events tagged by x-ms-discriminator-value
+        # (openapi-ts gave the last level two literals at once), a uuid zod's uuid() refuses,
+        # and (automation) a date-time with an offset, which zod's default refuses
+        "/EventsStore/Applications/Events": {"get": {
+            "operationId": "GetApplicationsEventList",
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"type": "array", "items": {
+                    "$ref": "#/components/schemas/ApplicationEvent"}},
+                "example": [{
+                    "Kind": "ApplicationContainerInstanceExited", "ApplicationId": "app",
+                    "EventInstanceId": "00000000-0000-0000-0000-000000000010",
+                    "TimeStamp": "2017-03-26T01:13:43.267+01:00", "ExitCode": 1,
+                }],
+            }}}},
+        }},
         "/repos/{owner}/autolinks": {"post": {
             "operationId": "repos/create-autolink",
             "parameters": [{"name": "owner", "in": "path", "required": True,
@@ -695,6 +741,27 @@ TYPESCRIPT_EXTRACT = {
             "countryName": {"type": "string", "example": "Brasil"},
             "postalCode": {"type": "string", "example": "20200-000"},
         }},
+        "FabricEvent": {
+            "discriminator": {"propertyName": "Kind"},
+            "required": ["Kind", "EventInstanceId", "TimeStamp"],
+            "properties": {
+                "Kind": {"type": "string", "enum": [
+                    "ApplicationEvent", "ApplicationContainerInstanceExited", "NodeDown"]},
+                "EventInstanceId": {"type": "string", "format": "uuid"},
+                "TimeStamp": {"type": "string", "format": "date-time"},
+            },
+        },
+        "ApplicationEvent": {"allOf": [{"$ref": "#/components/schemas/FabricEvent"}],
+                             "x-ms-discriminator-value": "ApplicationEvent",
+                             "required": ["ApplicationId"],
+                             "properties": {"ApplicationId": {"type": "string"}}},
+        "ApplicationContainerInstanceExitedEvent": {
+            "allOf": [{"$ref": "#/components/schemas/ApplicationEvent"}],
+            "x-ms-discriminator-value": "ApplicationContainerInstanceExited",
+            "properties": {"ExitCode": {"type": "integer", "format": "int64"}},
+        },
+        "NodeDownEvent": {"allOf": [{"$ref": "#/components/schemas/FabricEvent"}],
+                          "x-ms-discriminator-value": "NodeDown"},
         "Order": {"allOf": [{"type": "object", "properties": {"id": {"type": "string"}}}]},
         "Transaction": {"allOf": [
             {"$ref": "#/components/schemas/Order/allOf/0"},
@@ -723,7 +790,8 @@ def test_typescript_client_of_documents_openapi_ts_or_tsc_stopped_on(tmp_path: P
     assert entry.generate_error is None, entry.generate_error
     assert entry.check is not None and entry.check.ok, entry.check.output
     assert entry.contract is not None and entry.contract.ok, entry.contract.output
-    assert entry.contract.outcomes == {"ok": 3}
+    assert entry.contract.outcomes == {"ok": 4}
+    assert not entry.contract.notes  # the example above was taken as it is
     zod = (tmp_path / "out" / "typescript" / "src" / "zod.gen.ts").read_text()
     assert "\\x60" in zod and "x{60}" not in zod
     assert 'default("true")' not in zod

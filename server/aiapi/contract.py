@@ -144,6 +144,13 @@ def example_value(
             extra = example_value(document, own, depth + 1, full, inherited=True)
             if isinstance(extra, dict):
                 merged.update(extra)
+        if not inherited and id(schema) in judge.own_tags:  # it extends a discriminated parent
+            field_name, own = judge.own_tags[id(schema)]
+            others = sorted(judge.narrowed.get(id(schema), ("", set()))[1] - {own}, key=str)
+            for tag in [own, *others]:  # its own tag, else one of a schema extending it
+                tagged = {**merged, field_name: tag}
+                if judge.fits(schema, tagged):
+                    return tagged
         return merged
     for key in ("oneOf", "anyOf"):
         if isinstance(schema.get(key), list) and schema[key]:
@@ -314,22 +321,44 @@ def pattern_example(pattern: str, min_length: int = 0, max_length: int | None = 
     try:
         with warnings.catch_warnings():  # "possible nested set": read as ECMA-262 would
             warnings.simplefilter("ignore")
-            parsed = sre_parse.parse(re.sub(r"\\d", "[0-9]", pattern))
+            parsed = sre_parse.parse(pattern)
     except Exception:
         return None
-    for stretch in (0, 1, 2, 3, 5, 8, 13, 21, 34, 64, 128):
+    repeats = _repeats(parsed)
+    # every repeat as few times as it allows, then one repeat at a time taken more times
+    # (AWS's AccountId, `\d+` of exactly 12 characters), then all of them more times
+    tries: list[tuple[int, dict[int, int]]] = [(0, {})]
+    tries += [(0, {node: extra}) for node in repeats for extra in range(1, 257)]
+    tries += [(stretch, {}) for stretch in (1, 2, 3, 5, 8, 13, 21, 34, 64, 128)]
+    for stretch, extra in tries:
         for branch in (0, 1, 2):
             try:
-                text = _emit(parsed, stretch, branch, {})
+                text = _emit(parsed, stretch, branch, {}, extra)
             except _NoExample:
                 return None
-            if len(text) < min_length:
+            if len(text) < min_length or (max_length is not None and len(text) > max_length):
                 continue
-            if max_length is not None and len(text) > max_length:
-                break
             if regex.find(text) is not None:
                 return text
     return None
+
+
+def _repeats(parsed: Any) -> list[int]:
+    """The repeats of a parsed pattern (by id), in the order they appear."""
+    found = []
+    for op, value in parsed:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            found.append(id(value))
+            found.extend(_repeats(value[2]))
+        elif name == "SUBPATTERN":
+            found.extend(_repeats(value[3]))
+        elif name == "ATOMIC_GROUP":
+            found.extend(_repeats(value))
+        elif name == "BRANCH":
+            for alternative in value[1]:
+                found.extend(_repeats(alternative))
+    return found
 
 
 class _NoExample(Exception):
@@ -346,7 +375,9 @@ _CATEGORY_CHARS = {
 }
 
 
-def _emit(parsed: Any, stretch: int, branch: int, groups: dict[int, str]) -> str:
+def _emit(
+    parsed: Any, stretch: int, branch: int, groups: dict[int, str], extra: dict[int, int]
+) -> str:
     out = []
     for op, value in parsed:
         name = str(op)
@@ -362,21 +393,21 @@ def _emit(parsed: Any, stretch: int, branch: int, groups: dict[int, str]) -> str
             out.append(_CATEGORY_CHARS.get(str(value), "a"))
         elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, high, inner = value
-            count = low + stretch if stretch else low
-            count = min(count, high, low + 200)
-            out.append("".join(_emit(inner, stretch, branch, groups) for _ in range(count)))
+            count = low + stretch + extra.get(id(value), 0)
+            count = min(count, high, low + 300)
+            out.append("".join(_emit(inner, stretch, branch, groups, extra) for _ in range(count)))
         elif name == "SUBPATTERN":
             group, _, _, inner = value
-            text = _emit(inner, stretch, branch, groups)
+            text = _emit(inner, stretch, branch, groups, extra)
             if group is not None:
                 groups[group] = text
             out.append(text)
         elif name == "ATOMIC_GROUP":
-            out.append(_emit(value, stretch, branch, groups))
+            out.append(_emit(value, stretch, branch, groups, extra))
         elif name == "BRANCH":
             alternatives = value[1]
             choice = alternatives[min(branch, len(alternatives) - 1)]
-            out.append(_emit(choice, stretch, branch, groups))
+            out.append(_emit(choice, stretch, branch, groups, extra))
         elif name == "GROUPREF":
             out.append(groups.get(value, ""))
         elif name in ("AT", "ASSERT", "ASSERT_NOT"):
@@ -459,7 +490,39 @@ class SchemaJudge:
                 yield ValidationError(f"{instance[:80]!r} does not match {pattern!r}")
 
         tags = discriminator_values(document)
+        narrowed = narrowed_tags(document)
+        self.narrowed = narrowed
+        self.own_tags = own_tags(document)
         self.subtypes = discriminator_subtypes(document)
+        # jsonschema's own allOf/oneOf/anyOf: openapi-schema-validator's resolve a
+        # discriminator's value as `#/components/schemas/<value>` only, and Azure's values
+        # (x-ms-discriminator-value) name no schema that way; `discriminator` above checks them
+        from jsonschema import _keywords as plain
+
+        all_of_keyword = plain.allOf
+
+        def alternatives(kind: str) -> Any:
+            plain_keyword = getattr(plain, kind)
+
+            def check(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+                branch = _tagged_branch(document, schema, value, instance)
+                if branch is not None:  # the alternative its discriminator value names
+                    yield from validator.descend(instance, branch)
+                else:
+                    yield from plain_keyword(validator, value, instance, schema)
+
+            return check
+
+        def all_of(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+            field_name, allowed = narrowed.get(id(schema), ("", set()))
+            tag = instance.get(field_name) if isinstance(instance, dict) else None
+            if allowed and tag is not None and tag not in allowed:
+                yield ValidationError(
+                    f"{field_name} {tag!r} names another schema than this one "
+                    f"({', '.join(sorted(map(str, allowed)))[:200]})"
+                )
+            yield from all_of_keyword(validator, value, instance, schema)
+
         properties_keyword = base_validators(document)["properties"]
 
         def object_properties(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
@@ -508,7 +571,8 @@ class SchemaJudge:
         validator_class = extend(
             base,
             {"pattern": ecma_pattern, "discriminator": discriminator,
-             "properties": object_properties},
+             "properties": object_properties, "allOf": all_of,
+             "oneOf": alternatives("oneOf"), "anyOf": alternatives("anyOf")},
         )  # fmt: skip
         self.root = validator_class(document.data, format_checker=checker)
 
@@ -527,6 +591,30 @@ class SchemaJudge:
     def fits(self, schema: Any, value: Any) -> bool:
         problems = self.problems(schema, value, limit=1)
         return not problems or problems[0].startswith("(cannot judge")
+
+
+def _tagged_branch(document: ContractDocument, schema: Any, branches: Any, instance: Any) -> Any:
+    """The oneOf/anyOf alternative a discriminator's value names (mapping key, schema name
+    or `x-ms-discriminator-value`), or None."""
+    discriminator = schema.get("discriminator") if isinstance(schema, dict) else None
+    if not isinstance(discriminator, dict) or not isinstance(instance, dict):
+        return None
+    tag = instance.get(discriminator.get("propertyName"))
+    if tag is None or not isinstance(branches, list):
+        return None
+    given = discriminator.get("mapping")
+    mapping: dict[str, Any] = given if isinstance(given, dict) else {}
+    for branch in branches:
+        ref = branch.get("$ref") if isinstance(branch, dict) else None
+        if not isinstance(ref, str):
+            continue
+        resolved = document.resolve(branch)
+        names = {ref.rsplit("/", 1)[-1]}
+        if isinstance(resolved, dict) and "x-ms-discriminator-value" in resolved:
+            names.add(resolved["x-ms-discriminator-value"])
+        if mapping.get(tag) == ref or (not mapping and tag in names):
+            return branch
+    return None
 
 
 def base_validators(document: ContractDocument) -> dict[str, Any]:
@@ -567,44 +655,105 @@ def discriminator_subtypes(document: ContractDocument) -> dict[int, tuple[str, s
     return found
 
 
-def discriminator_values(document: ContractDocument) -> dict[int, set[Any]]:
-    """For each component schema with a discriminator (by id): the values its property may
-    take. A value names a schema: a mapping key, or the name of the parent or of a schema
-    that extends it (allOf), or that schema's `x-ms-discriminator-value` (Azure's)."""
+def _family_tree(document: ContractDocument) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The component schemas and, for each, the schemas that extend it (allOf a `$ref`)."""
     schemas = (document.data.get("components") or {}).get("schemas") or {}
     prefix = "#/components/schemas/"
     children: dict[str, list[str]] = {}
     for name, schema in schemas.items():
         for part in (schema.get("allOf") if isinstance(schema, dict) else None) or []:
             ref = part.get("$ref") if isinstance(part, dict) else None
-            if isinstance(ref, str) and ref.startswith(prefix):
+            if isinstance(ref, str) and ref.startswith(prefix) and "/" not in ref[len(prefix) :]:
                 children.setdefault(ref[len(prefix) :], []).append(name)
+    return schemas, children
+
+
+def _descendants(name: str, children: dict[str, list[str]]) -> list[str]:
+    found: list[str] = []
+    queue = list(children.get(name, []))
+    while queue:
+        child = queue.pop(0)
+        if child not in found and child != name:
+            found.append(child)
+            queue.extend(children.get(child, []))
+    return found
+
+
+def _tags(names: list[str], schemas: dict[str, Any], mapping: Any) -> set[Any]:
+    """The discriminator values that name these schemas: their mapping keys, else their
+    names and their `x-ms-discriminator-value` (Azure's)."""
+    if isinstance(mapping, dict) and mapping:
+        targets = {"#/components/schemas/" + n for n in names}
+        return {key for key, target in mapping.items() if target in targets}
+    tags: set[Any] = set(names)
+    for name in names:
+        schema = schemas.get(name)
+        if isinstance(schema, dict) and "x-ms-discriminator-value" in schema:
+            tags.add(schema["x-ms-discriminator-value"])
+    return tags
+
+
+def discriminator_values(document: ContractDocument) -> dict[int, set[Any]]:
+    """For each component schema with a discriminator (by id): the values its property may
+    take, each naming the schema or one that extends it."""
+    schemas, children = _family_tree(document)
     values: dict[int, set[Any]] = {}
     for name, schema in schemas.items():
         if not isinstance(schema, dict) or not isinstance(schema.get("discriminator"), dict):
             continue
-        mapping = schema["discriminator"].get("mapping")
-        if isinstance(mapping, dict) and mapping:
-            values[id(schema)] = set(mapping)
-            continue
-        family = [name]
-        for child in children.get(name, []):  # and their children, which extend it too
-            if child not in family:
-                family.append(child)
-                family.extend(c for c in children.get(child, []) if c not in family)
-        allowed: set[Any] = set()
-        for member in family:
-            allowed.add(member)
-            tag = (
-                schemas[member].get("x-ms-discriminator-value")
-                if isinstance(schemas[member], dict)
-                else None
-            )
-            if tag is not None:
-                allowed.add(tag)
-        if len(family) > 1 or "oneOf" in schema or "anyOf" in schema:
-            values[id(schema)] = allowed
+        family = [name, *_descendants(name, children)]
+        for key in ("oneOf", "anyOf"):  # the alternatives it tells apart
+            for branch in schema.get(key) or []:
+                ref = branch.get("$ref") if isinstance(branch, dict) else None
+                if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                    family.append(ref.rsplit("/", 1)[-1])
+        if len(family) > 1:
+            values[id(schema)] = _tags(family, schemas, schema["discriminator"].get("mapping"))
     return values
+
+
+def own_tags(document: ContractDocument) -> dict[int, tuple[str, Any]]:
+    """For each schema that extends a discriminated parent (by id): the property and the
+    value that names the schema itself (its mapping key, `x-ms-discriminator-value` or
+    name)."""
+    schemas, children = _family_tree(document)
+    found: dict[int, tuple[str, Any]] = {}
+    for name, schema in schemas.items():
+        discriminator = schema.get("discriminator") if isinstance(schema, dict) else None
+        if not isinstance(discriminator, dict) or not isinstance(
+            discriminator.get("propertyName"), str
+        ):
+            continue
+        mapping = discriminator.get("mapping")
+        for member in _descendants(name, children):
+            member_schema = schemas.get(member)
+            if not isinstance(member_schema, dict):
+                continue
+            keys = sorted(map(str, _tags([member], schemas, mapping))) if mapping else []
+            tag = keys[0] if keys else member_schema.get("x-ms-discriminator-value", member)
+            found.setdefault(id(member_schema), (discriminator["propertyName"], tag))
+    return found
+
+
+def narrowed_tags(document: ContractDocument) -> dict[int, tuple[str, set[Any]]]:
+    """For each schema that extends a discriminated parent (by id): the property and the
+    values it may take there, naming this schema or one that extends it. Azure's
+    servicefabric answers SubmitBatch's SuccessfulPropertyBatchInfo with its example of a
+    failure (Kind "Failed"), which no client reads as a success."""
+    schemas, children = _family_tree(document)
+    found: dict[int, tuple[str, set[Any]]] = {}
+    for name, schema in schemas.items():
+        discriminator = schema.get("discriminator") if isinstance(schema, dict) else None
+        if not isinstance(discriminator, dict) or not isinstance(
+            discriminator.get("propertyName"), str
+        ):
+            continue
+        for member in _descendants(name, children):
+            family = [member, *_descendants(member, children)]
+            tags = _tags(family, schemas, discriminator.get("mapping"))
+            if tags and isinstance(schemas.get(member), dict):
+                found.setdefault(id(schemas[member]), (discriminator["propertyName"], tags))
+    return found
 
 
 _JUDGES: dict[int, tuple[ContractDocument, SchemaJudge]] = {}

@@ -536,6 +536,12 @@ def _text_headers(values: dict[str, Any]) -> dict[str, str]:
     return {{key: _text(value) for key, value in _given(values).items()}}
 
 
+def _json_body(response: httpx.Response) -> bytes:
+    """The JSON of an answer; an empty one read as an empty object, as the TypeScript
+    client reads it."""
+    return response.content or b"{{}}"
+
+
 def _json_answer(response: httpx.Response) -> bool:
     """Whether an answer the document lets be any media type (*/*) came as JSON."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -687,18 +693,21 @@ class AsyncClient:
         if (op.result.media_type or "").split(";")[0].strip() == "*/*":
             # any media type: JSON when the answer says it is, else the text as it came
             if kind == "Any":
-                return "Any", "return response.json() if _json_answer(response) else response.text"
+                return "Any", (
+                    "return (response.json() if response.content else {}) "
+                    "if _json_answer(response) else response.text"
+                )
             return kind, (
                 f"adapter: pydantic.TypeAdapter[{kind}] = pydantic.TypeAdapter({kind})\n"
                 "        if _json_answer(response):\n"
-                "            return adapter.validate_json(response.content)\n"
+                "            return adapter.validate_json(_json_body(response))\n"
                 "        return adapter.validate_python(response.text)"
             )
         if kind == "Any":
-            return "Any", "return response.json()"
+            return "Any", "return response.json() if response.content else {}"
         return kind, (
             f"adapter: pydantic.TypeAdapter[{kind}] = pydantic.TypeAdapter({kind})\n"
-            "        return adapter.validate_json(response.content)"
+            "        return adapter.validate_json(_json_body(response))"
         )
 
 

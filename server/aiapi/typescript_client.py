@@ -54,12 +54,15 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
             or any(_js_pattern(p) != p for p in patterns)
             or _has_default_of_another_type(document.data)
             or _deep_refs(document.data)
+            or _discriminators_for_zod(document.data) is not None
+            or _has_uuid(document.data)
         ):
             # a copy beside nothing: external $refs of such a document would not resolve
             source_document = Path(scratch) / "document.json"
             copy = _rewrite_patterns(document.data, unusable)
             if _deep_refs(copy):
                 copy = _inline_deep_refs(copy, copy, ())
+            copy = _discriminators_for_zod(copy) or copy
             source_document.write_text(json.dumps(copy), encoding="utf-8")
         settings = {
             "input": str(source_document),
@@ -67,7 +70,9 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
             "plugins": [
                 "@hey-api/client-fetch",
                 "@hey-api/typescript",
-                "zod",
+                # RFC 3339 date-times carry Z or an offset; zod's default takes Z alone
+                # (Azure's automation answers "2017-03-26T01:13:43.267+01:00")
+                {"name": "zod", "dates": {"offset": True}},
                 # responses validated by zod; requests not: openapi-ts 0.95's fetch client
                 # hands the request validator a Headers object, so every operation with a
                 # required header parameter would fail before it is sent (Azure's If-Match)
@@ -182,6 +187,8 @@ def _rewrite_patterns(node: Any, unusable: set[str]) -> Any:
                 copy["pattern"] = pattern
         if _default_of_another_type(node):
             del copy["default"]
+        if node.get("format") == "uuid" and node.get("type") in ("string", None):
+            copy["format"] = "guid"  # see _has_uuid
         return copy
     if isinstance(node, list):
         return [_rewrite_patterns(v, unusable) for v in node]
@@ -233,6 +240,55 @@ def _inline_deep_refs(node: Any, root: dict[str, Any], inlining: tuple[str, ...]
     return {k: _inline_deep_refs(v, root, inlining) for k, v in node.items()}
 
 
+def _discriminators_for_zod(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Discriminators as openapi-ts 0.95's zod plugin can read them; None when none needs
+    a change. It gives each schema that extends a discriminated parent (allOf) a literal
+    tag, the mapping's key or else the schema's name, so:
+
+    - Azure's subschemas, tagged by `x-ms-discriminator-value` (servicefabric's
+      ApplicationContainerInstanceExitedEvent is sent as "ApplicationContainerInstanceExited"),
+      get the mapping the converted document lacks;
+    - where a subschema is extended in turn (servicefabric: FabricEvent, ApplicationEvent,
+      then each application event), the grandchild would need two different literals at
+      once, and no answer could pass: the parent's discriminator is left out, and that
+      family's zod schemas check the tag as the plain property it also is."""
+    schemas = (data.get("components") or {}).get("schemas")
+    if not isinstance(schemas, dict):
+        return None
+    children: dict[str, list[str]] = {}
+    for name, schema in schemas.items():
+        for part in (schema.get("allOf") if isinstance(schema, dict) else None) or []:
+            ref = part.get("$ref") if isinstance(part, dict) else None
+            if (
+                isinstance(ref, str)
+                and ref.startswith(_SCHEMAS)
+                and "/" not in ref[len(_SCHEMAS) :]
+            ):
+                children.setdefault(ref[len(_SCHEMAS) :], []).append(name)
+    changed: dict[str, Any] = {}
+    for name, schema in schemas.items():
+        discriminator = schema.get("discriminator") if isinstance(schema, dict) else None
+        if not isinstance(discriminator, dict) or not children.get(name):
+            continue
+        if any(children.get(child) for child in children[name]):
+            changed[name] = {k: v for k, v in schema.items() if k != "discriminator"}
+        elif not discriminator.get("mapping") and any(
+            isinstance(schemas[c], dict) and "x-ms-discriminator-value" in schemas[c]
+            for c in children[name]
+        ):
+            mapping = {
+                str(schemas[c].get("x-ms-discriminator-value", c)): _SCHEMAS + c
+                for c in children[name]
+                if isinstance(schemas[c], dict)
+            }
+            changed[name] = {**schema, "discriminator": {**discriminator, "mapping": mapping}}
+    if not changed:
+        return None
+    components = dict(data["components"])
+    components["schemas"] = {**schemas, **changed}
+    return {**data, "components": components}
+
+
 _JSON_TYPES: dict[str, Any] = {
     "boolean": bool, "string": str, "integer": int, "number": int | float,
     "array": list, "object": dict,
@@ -251,6 +307,17 @@ def _default_of_another_type(node: dict[str, Any]) -> bool:
     if isinstance(default, bool) and kind in ("integer", "number"):
         return True
     return not isinstance(default, _JSON_TYPES[kind])
+
+
+def _has_uuid(node: Any) -> bool:
+    """Whether a schema says `format: uuid`: zod's uuid() takes RFC 9562's versions 1 to 8
+    only, where the format is any 8-4-4-4-12 hex text (Azure's servicefabric answers
+    00000000-0000-0000-0000-000000000010); such strings are checked as zod's guid()."""
+    if isinstance(node, dict):
+        return node.get("format") == "uuid" or any(_has_uuid(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_uuid(v) for v in node)
+    return False
 
 
 def _has_default_of_another_type(node: Any) -> bool:
