@@ -54,7 +54,7 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--verify",
         action="store_true",
         help="run mypy --strict, tsc --noEmit and go vet over what was generated, and the "
-        "Python client's contract tests against a Prism mock of the document; serve the "
+        "contract tests of each client against a Prism mock of the document; serve the "
         "Python and Go stubs and run their test skeletons against them, and the Python "
         "test skeleton against Prism",
     )
