@@ -292,6 +292,12 @@ def main() -> int:
         help="run again every document of these results (the part of the sample they cover)",
     )
     parser.add_argument(
+        "--exclude",
+        type=Path,
+        nargs="+",
+        help="leave out the documents these results hold (run the rest of the sample)",
+    )
+    parser.add_argument(
         "--shard",
         default="1/1",
         help="K/N: run only every Nth document of the sample from the Kth (N processes)",
@@ -333,6 +339,14 @@ def main() -> int:
             if line
         }
         sample = [p for p in sample if document_id(p, modules) in covered]
+    if args.exclude:
+        covered = {
+            json.loads(line)["id"]
+            for results in args.exclude
+            for line in results.read_text().splitlines()
+            if line
+        }
+        sample = [p for p in sample if document_id(p, modules) not in covered]
     shard, shards = (int(part) for part in args.shard.split("/"))
     sample = sample[shard - 1 :: shards]
     args.results.parent.mkdir(parents=True, exist_ok=True)
