@@ -980,8 +980,8 @@ def _typescript_calls(folder: Path, calls: list[PlannedCall]) -> list[dict[str, 
         for param, value in call.parameters:
             where = {"path": "path", "query": "query", "header": "headers"}[param.location]
             options.setdefault(where, {})[param.name] = value
-        if op.body is not None and op.body_required:
-            options["body"] = call.body
+        if op.body is not None and op.body_required and op.method not in BODILESS_METHODS:
+            options["body"] = call.body  # openapi-ts read no GET or HEAD body (typescript_client)
         entries.append(
             {
                 "index": call.index,
@@ -1086,8 +1086,8 @@ def mocked_document(
     - without the response headers that describe the transport rather than the API
       (notion.com's, recorded from real traffic, declare `Content-Encoding: gzip`, which
       Prism would send over a plain body, so no client could read an answer);
-    - without header parameters named Accept, Content-Type or Authorization, which OpenAPI
-      says to ignore and Prism would demand;
+    - without header parameters named Accept, Content-Type or Authorization, and request
+      bodies of GET and HEAD operations, which OpenAPI says to ignore and Prism would demand;
     - answering with the given examples (built from the schema) where Prism's own answer
       breaks the document's schema."""
     found = False
@@ -1108,6 +1108,10 @@ def mocked_document(
         return document.path.resolve()
     copy = walk(document.data)
     for item in (copy.get("paths") or {}).values():
+        for method in BODILESS_METHODS:
+            if isinstance(item.get(method), dict) and "requestBody" in item[method]:
+                item[method] = {k: v for k, v in item[method].items() if k != "requestBody"}
+                found = True
         for holder in [item, *(v for v in item.values() if isinstance(v, dict))]:
             parameters = holder.get("parameters") if isinstance(holder, dict) else None
             if isinstance(parameters, list):
@@ -1132,6 +1136,11 @@ def mocked_document(
     target.write_text(json.dumps(copy), encoding="utf-8")
     return target
 
+
+# "requestBody is only supported in HTTP methods where the HTTP 1.1 specification has
+# explicitly defined semantics for request bodies ... SHALL be ignored by consumers"
+# (OpenAPI 3.0.3); fetch refuses to send one with GET or HEAD (trakt.tv declares one)
+BODILESS_METHODS = ("get", "head")
 
 # "If in is header and the name is Accept, Content-Type or Authorization, the parameter
 # definition SHALL be ignored" (OpenAPI 3.0.3, Parameter Object); Prism requires them

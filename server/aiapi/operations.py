@@ -100,7 +100,9 @@ def collect_operations(document: ContractDocument) -> list[Operation]:
             )
         body = None
         body_required = False
-        request = document.resolve(raw.get("requestBody"))
+        # "SHALL be ignored by consumers" where HTTP gives a body no meaning (OpenAPI 3.0.3):
+        # fetch will not send one with GET or HEAD, and Prism refuses one it was not told of
+        request = None if method in ("get", "head") else document.resolve(raw.get("requestBody"))
         if isinstance(request, dict):
             payload = _choose_media(request.get("content"))
             if payload.media_type is not None:

@@ -56,6 +56,7 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
             or _deep_refs(document.data)
             or _discriminators_for_zod(document.data) is not None
             or _has_uuid(document.data)
+            or _has_bodiless_body(document.data)
         ):
             # a copy beside nothing: external $refs of such a document would not resolve
             source_document = Path(scratch) / "document.json"
@@ -187,6 +188,9 @@ def _rewrite_patterns(node: Any, unusable: set[str]) -> Any:
                 copy["pattern"] = pattern
         if _default_of_another_type(node):
             del copy["default"]
+        for method in ("get", "head"):  # see _has_bodiless_body
+            if isinstance(copy.get(method), dict) and "requestBody" in copy[method]:
+                copy[method] = {k: v for k, v in copy[method].items() if k != "requestBody"}
         if node.get("format") == "uuid" and node.get("type") in ("string", None):
             copy["format"] = "guid"  # see _has_uuid
         return copy
@@ -307,6 +311,17 @@ def _default_of_another_type(node: dict[str, Any]) -> bool:
     if isinstance(default, bool) and kind in ("integer", "number"):
         return True
     return not isinstance(default, _JSON_TYPES[kind])
+
+
+def _has_bodiless_body(data: dict[str, Any]) -> bool:
+    """Whether a GET or HEAD operation declares a request body: OpenAPI says to ignore it,
+    and fetch refuses to send one (trakt.tv's progress operations: the SDK threw a
+    TypeError on every call), so openapi-ts reads the document without it."""
+    return any(
+        isinstance(item, dict)
+        and any(isinstance(item.get(m), dict) and "requestBody" in item[m] for m in ("get", "head"))
+        for item in (data.get("paths") or {}).values()
+    )
 
 
 def _has_uuid(node: Any) -> bool:
