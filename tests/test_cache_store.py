@@ -22,6 +22,7 @@ from cache import store as store_module
 from cache.fingerprint import FileStat, changed, digest, digest_file
 from cache.model import Definition, FileRecord, ImportRef, Outline
 from cache.store import SCHEMA_VERSION, ProjectStore, project_store_dir
+from cache.user_dirs import headstart_cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -151,7 +152,14 @@ def test_directory_layout_and_permissions(
     assert ProjectStore(workspace).path.parent == cache_root / "from-env" / "projects"
     monkeypatch.delenv("HEADSTART_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_root / "xdg"))
-    assert ProjectStore(workspace).path.parent == cache_root / "xdg" / "headstart" / "projects"
+    # the platform's folder is settled once a process (cache.user_dirs): an earlier test in
+    # this process may have settled it under the real XDG_CACHE_HOME
+    headstart_cache_dir.cache_clear()
+    try:
+        store_dir = ProjectStore(workspace).path
+    finally:
+        headstart_cache_dir.cache_clear()
+    assert store_dir.parent == cache_root / "xdg" / "headstart" / "projects"
 
 
 def reopened_after(
