@@ -24,14 +24,10 @@ import pytest
 import regress
 from conftest import ROOT
 
-from server.aiapi.contract import (
-    example_value,
-    mocked_document,
-    parameter_value,
-    pattern_example,
-    planned_calls,
-    schema_judge,
-)
+from server.aiapi.contract import parameter_value, planned_calls
+from server.aiapi.contract_examples import example_value, pattern_example
+from server.aiapi.contract_judge import schema_judge
+from server.aiapi.contract_mock import mocked_document
 from server.aiapi.document import ContractDocument, load_document
 from server.aiapi.go_client import generate_go
 from server.aiapi.pipeline import generate_contract

@@ -1,7 +1,7 @@
 """The Python test skeleton's model-written parts: example arguments for each test's call.
 
 The generator's arguments come from the document's examples, defaults and schemas
-(`contract.example_value`): valid, and often dull (`name='string'`). The model proposes
+(`contract_examples.example_value`): valid, and often dull (`name='string'`). The model proposes
 values as one JSON object per test, from the operation's parameters and schemas; they are
 written by the skeleton's own literal rules (so a model class is built the way the
 generator builds it), then checked as the skeleton is: the test module compiles, passes
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
-from server.aiapi.contract import example_value
+from server.aiapi.contract_examples import example_value
 from server.aiapi.document import ContractDocument
 from server.aiapi.model_parts import Answer, PieceOutcome, holds_mask, masked
 from server.aiapi.operations import Operation

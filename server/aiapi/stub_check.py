@@ -31,13 +31,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from server.aiapi.contract import (
-    ContractTestResult,
-    credentials,
-    example_value,
-    free_port,
-    prism_command,
-)
+from server.aiapi.contract import ContractTestResult, credentials
+from server.aiapi.contract_examples import example_value
+from server.aiapi.contract_mock import free_port, prism_command
 from server.aiapi.document import ContractDocument
 from server.aiapi.stub_operations import (
     base_url_variable,

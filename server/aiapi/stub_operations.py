@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from server.aiapi.contract import example_value
+from server.aiapi.contract_examples import example_value
 from server.aiapi.document import ContractDocument
 from server.aiapi.naming import UniqueNames, pascal, snake, words
 from server.aiapi.operations import SUCCESS_CODES, Operation

@@ -2,7 +2,7 @@
 whose base URL is in an environment variable (SWAGGER_PETSTORE_BASE_URL for the
 petstore), with example arguments; each test is skipped while the variable is unset.
 
-The arguments are the contract tests' own (`contract.example_value`: the parameters'
+The arguments are the contract tests' own (`contract_examples.example_value`: the parameters'
 examples, defaults, enums and schemas), required ones only; credentials are placeholders
 for every security scheme, which a mock such as Prism accepts. A test passes when the
 server accepts the request and the client reads the answer into the type it declares;
@@ -21,7 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from server.aiapi.contract import credentials, example_value
+from server.aiapi.contract import credentials
+from server.aiapi.contract_examples import example_value
 from server.aiapi.document import ContractDocument
 from server.aiapi.naming import comment_text
 from server.aiapi.operations import Operation, Parameter
