@@ -396,7 +396,7 @@ class LogSettings(_Section):
         le=86_400,
         description="Every this many seconds, log one `internals:` line (JSON): the server's "
         "tasks, pending messages and the size of each cache, to watch a long-running server "
-        "(`benchmarks/soak.py` reads it). 0 = never.",
+        "(`benchmarks/load/soak.py` reads it). 0 = never.",
     )
     request_trace: str | None = Field(
         None,
