@@ -117,6 +117,11 @@ GITHUB_BODIES: list[dict[str, Any]] = [
                 "properties": {"name": {"type": "string"}}}}}},
         ],
     },
+    {  # amazonaws.com/kinesisvideo's TagStream: a map of at least one tag (Prism refused {})
+        "type": "object", "required": ["Tags"],
+        "properties": {"Tags": {"type": "object", "minProperties": 1, "maxProperties": 50,
+                                "additionalProperties": {"type": "string", "maxLength": 256}}},
+    },
     {  # POST /repos/{owner}/{repo}/pages
         "anyOf": [{"required": ["source"]}, {"required": ["build_type"]}],
         "nullable": True,

@@ -121,10 +121,31 @@ def example_value(
             names += [n for n in properties if n not in names]
         # a required name the properties do not describe takes any value (sakari.io's
         # webhook body requires `callbackUrl` and describes `url`)
-        return {
+        value = {
             name: example_value(document, properties.get(name), depth + 1, full) for name in names
         }
+        return _with_entries(document, schema, value, depth, full)
     return "a"
+
+
+def _with_entries(
+    document: ContractDocument, schema: dict[str, Any], value: dict[str, Any], depth: int, full: int
+) -> dict[str, Any]:
+    """A map given as many entries as its minProperties asks (kinesisvideo's Tags: Prism
+    refused {}), keys made to match propertyNames' pattern where there is one."""
+    low = schema.get("minProperties")
+    extra = schema.get("additionalProperties")
+    if not isinstance(low, int) or len(value) >= low or extra is False:
+        return value
+    keys = document.resolve(schema.get("propertyNames"))
+    key_pattern = keys.get("pattern") if isinstance(keys, dict) else None
+    entry = extra if isinstance(extra, dict) else {}
+    for n in range(low - len(value)):
+        key = pattern_example(key_pattern, 1) if isinstance(key_pattern, str) else None
+        value[f"{key or 'key'}{n}" if key is None or key in value else key] = example_value(
+            document, entry, depth + 1, full
+        )
+    return value
 
 
 def _alternative_example(
