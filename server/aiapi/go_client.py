@@ -267,7 +267,10 @@ class GoTemplate:
                 else "[]byte"
             )
             signature.append(f"body {kind}")
-            content_type = _go_string(op.body.media_type or "")
+            media_type = op.body.media_type or ""
+            if op.body.is_json and "*" in media_type:
+                media_type = "application/json"  # the JSON it sends, not `*/*` (id4i.de)
+            content_type = _go_string(media_type)
             if op.body.is_json or multipart:
                 # a multipart body's content type names the boundary its writer chose
                 encode = "jsonReader(body)" if op.body.is_json else "multipartReader(body)"

@@ -35,6 +35,11 @@ from server.aiapi.tools import GeneratorError
 PRIMITIVES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 RESERVED_ARGUMENTS = {"self", "body", "content", "data", "headers", "params", "response"}
 RESERVED_METHODS = {"close", "aclose"}
+# Names the clients' annotations use: a method so named would stand for them in the class
+# body (id4i.de's operation `list` made every later `-> list[...]` "not valid as a type")
+ANNOTATION_NAMES = frozenset(
+    {"list", "dict", "str", "int", "float", "bool", "bytes", "type", "models", "httpx"}
+)
 
 
 def header(document: ContractDocument, what: str) -> str:
@@ -385,11 +390,12 @@ def _top_level_names(source: str) -> set[str]:
 
 def client_methods(document: ContractDocument) -> list[tuple[str, Operation]]:
     """Each operation with the name of its method on Client and AsyncClient."""
-    names = UniqueNames(RESERVED_METHODS)
-    return [
-        (names.claim(snake("_".join(op.name_words), "call")), op)
-        for op in collect_operations(document)
-    ]
+    names = UniqueNames(RESERVED_METHODS | ANNOTATION_NAMES)
+    found = []
+    for op in collect_operations(document):
+        name = snake("_".join(op.name_words), "call")
+        found.append((names.claim(name + "_" if name in ANNOTATION_NAMES else name), op))
+    return found
 
 
 def argument_names(op: Operation) -> list[tuple[Parameter, str]]:
