@@ -24,7 +24,7 @@ import pytest
 import regress
 from conftest import ROOT
 
-from server.aiapi.contract import parameter_value, planned_calls
+from server.aiapi.contract import ContractSession, _Judging, parameter_value, planned_calls
 from server.aiapi.contract_examples import example_value, pattern_example
 from server.aiapi.contract_judge import schema_judge
 from server.aiapi.contract_mock import mocked_document
@@ -121,6 +121,15 @@ GITHUB_BODIES: list[dict[str, Any]] = [
         "type": "object", "required": ["Tags"],
         "properties": {"Tags": {"type": "object", "minProperties": 1, "maxProperties": 50,
                                 "additionalProperties": {"type": "string", "maxLength": 256}}},
+    },
+    {  # docker.com/hub's PUT /v2/orgs/{name}/settings: one part describes the booleans,
+        # another only makes them required (the example had "a" for each: Prism 422)
+        "type": "object", "required": ["restricted_images"],
+        "properties": {"restricted_images": {"allOf": [
+            {"type": "object", "properties": {"enabled": {"type": "boolean"},
+                                              "allow_official_images": {"type": "boolean"}}},
+            {"type": "object", "required": ["enabled", "allow_official_images"]},
+        ]}},
     },
     {  # POST /repos/{owner}/{repo}/pages
         "anyOf": [{"required": ["source"]}, {"required": ["build_type"]}],
@@ -757,6 +766,8 @@ TYPESCRIPT_EXTRACT = {
                     "is_alphanumeric": {"type": "boolean", "default": "true"},
                     "referer": {"type": "string", "pattern":
                         "^([$\\-._+!*\\x{60}(),;/?:@=&\\w]|%([0-9a-fA-F?]{2}))+$"},
+                    # amazonaws.com/iam's PathType: a bare `/` ended the regex literal
+                    "path": {"type": "string", "pattern": "(/)|(/[!-~]+/)"},
                 },
             }}}},
             "responses": {"201": {"description": "created"}},
@@ -820,4 +831,31 @@ def test_typescript_client_of_documents_openapi_ts_or_tsc_stopped_on(tmp_path: P
     assert not entry.contract.notes  # the example above was taken as it is
     zod = (tmp_path / "out" / "typescript" / "src" / "zod.gen.ts").read_text()
     assert "\\x60" in zod and "x{60}" not in zod
+    assert ".regex(/(\\/)|(\\/[!-~]+\\/)/)" in zod
     assert 'default("true")' not in zod
+
+
+def test_a_5xx_to_an_accepted_request_is_the_mocks(tmp_path: Path) -> None:
+    """azure.com/storage-DataLakeStorage's HEAD: Prism answered 500 as the header it wrote
+    broke the document's pattern; a HEAD has no body to name Prism's own error, its log
+    does (a violation of the response, none of the request)."""
+    document = load(tmp_path, {"paths": {"/{filesystem}": {"head": {
+        "parameters": [{"name": "filesystem", "in": "path", "required": True,
+                        "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "ok"}, "default": {"description": "error"}},
+    }}}})  # fmt: skip
+    (call,) = planned_calls(document)
+    session = ContractSession(document)
+    log = (
+        "[HTTP SERVER] head /a info Request received\n"
+        "[VALIDATOR] warning Violation: response.header.x-ms-request-id Response header "
+        "parameter x-ms-request-id must match pattern"
+    )
+    for violation, expected in [
+        (log, "skipped: the mock cannot answer (its answer broke the document)"),
+        (log.replace("response.header", "request.header"), "mock answered 500"),
+    ]:
+        state = _Judging()
+        report = {"kind": "status", "sent": True, "answer": {"status": 500, "body": ""}}
+        session._judge_batch("static", [call], {call.index: report}, [violation], False, state)
+        assert state.outcomes[call.index][0] == expected

@@ -89,6 +89,12 @@ def example_value(
             extra = example_value(document, own, depth + 1, full, inherited=True)
             if isinstance(extra, dict):
                 merged.update(extra)
+        # a part that only makes a property required wrote a placeholder for it; the part
+        # that describes it says what it takes (docker hub's restricted_images: booleans)
+        described = _all_of_properties(document, schema)
+        for name, value in list(merged.items()):
+            if name in described and not judge.fits(described[name], value):
+                merged[name] = example_value(document, described[name], depth + 1, full)
         if not inherited and id(schema) in judge.own_tags:  # it extends a discriminated parent
             field_name, own = judge.own_tags[id(schema)]
             others = sorted(judge.narrowed.get(id(schema), ("", set()))[1] - {own}, key=str)
@@ -146,6 +152,23 @@ def _with_entries(
             document, entry, depth + 1, full
         )
     return value
+
+
+def _all_of_properties(document: ContractDocument, schema: Any, depth: int = 0) -> dict[str, Any]:
+    """The properties an allOf's parts describe, each part's schema of a property merged."""
+    schema = document.resolve(schema)
+    found: dict[str, Any] = {}
+    if not isinstance(schema, dict) or depth > 8:
+        return found
+    parts = [*(schema.get("allOf") or []), {"properties": schema.get("properties") or {}}]
+    for part in parts:
+        resolved = document.resolve(part)
+        if not isinstance(resolved, dict):
+            continue
+        nested = _all_of_properties(document, resolved, depth + 1) if "allOf" in resolved else {}
+        for name, sub in {**nested, **(resolved.get("properties") or {})}.items():
+            found[name] = {"allOf": [found[name], sub]} if name in found else sub
+    return found
 
 
 def _alternative_example(

@@ -132,7 +132,21 @@ def _js_pattern(pattern: str) -> str:
     tsc rejects `\\x{` in a literal, and without the u flag JavaScript would read it as the
     letters x{60})."""
     pattern = _CONTROL_ESCAPE.sub(r"\\x\1", pattern)
-    return _BRACED_HEX.sub(lambda m: "\\x" + m.group(1).zfill(2), pattern)
+    return _escape_slashes(_BRACED_HEX.sub(lambda m: "\\x" + m.group(1).zfill(2), pattern))
+
+
+def _escape_slashes(pattern: str) -> str:
+    """Each `/` not yet escaped, escaped: openapi-ts writes the pattern into a /literal/
+    as it is, and AWS IAM's PathType `(/)|(/[!-~]+/)` ended the literal early (prettier:
+    "Expression expected")."""
+    out, escaped = [], False
+    for char in pattern:
+        if char == "/" and not escaped:
+            out.append("\\/")
+        else:
+            out.append(char)
+        escaped = char == "\\" and not escaped
+    return "".join(out)
 
 
 # Each pattern as openapi-ts writes it: the u flag when it has \p{...}; those JavaScript
