@@ -30,14 +30,17 @@ from server.config import BackendSettings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]
 
-PREFETCH_TOKENS = (20_000, 15_001, 15_002)
+PREFETCH_TOKENS = (30_000, 15_001, 15_002)
 """The running prefetch and the two queued ones: each 4 minutes or more of generation on
-this CPU, longer than any stall of the test process (CI has stalled it for 100 s while
-another test's vLLM shared the two cores); max_tokens tells them apart in the log."""
+this CPU (the running one 9 or more), longer than any stall of the test process (CI has
+stalled it for 100 s while another test's vLLM shared the two cores, and once for over
+120 s just after the keystroke was made: vLLM never saw it before the wait gave up);
+max_tokens tells them apart in the log."""
 MAX_MODEL_LEN = 32_768
 """Room for those prefetches (the CPU build's default window is 4,096 tokens)."""
 KEYSTROKE_TOKENS = 4
-LOG_WAIT_S = 120
+LOG_WAIT_S = 360
+"""How long a request may take to reach vLLM's log: well inside the running prefetch."""
 
 
 @pytest.fixture(scope="module")
