@@ -264,9 +264,13 @@ def test_a_key_that_types_on_a_running_request_waits_for_it_instead_of_closing_i
         traced_line(10.0, "slow 1"),
         {**traced_line(10.2, "typed 2"), "typesOn": True},
         {**traced_line(10.3, "typed 3"), "typesOn": True},
+        # past the step's end: never sent, it makes the loop longer than the step, so that
+        # a loaded machine has seconds to finish the three keys before the step stops them
+        # (a request still in flight at the end is not counted)
+        traced_line(14.0, "never sent"),
     ]
     results = replay(fake, write_trace(tmp_path / "traces", lines), tmp_path / "out",
-                     "--replay-users", "1", "--step-seconds", "1.2")  # fmt: skip
+                     "--replay-users", "1", "--step-seconds", "3")  # fmt: skip
 
     slow, typed = fake.events()[:2]
     assert [slow["body"]["prompt"], typed["body"]["prompt"]] == ["slow 1", "typed 3"]
