@@ -62,7 +62,8 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--with-model",
         action="store_true",
         help="let the model write the Python client's docstrings, its README and the test "
-        "skeleton's example arguments, and the Go client's doc comments (at the "
+        "skeleton's example arguments, the Go client's doc comments and the TypeScript "
+        "client's TSDoc comments (at the "
         "refactor priority, from the same backend settings as the editor); a piece that "
         "fails the checks keeps the generated text (docs/aiapi.md, Model-written parts)",
     )
@@ -174,10 +175,11 @@ def _write_model_parts(
     """The model-written parts over what was generated (a report line per language)."""
     from server.aiapi.model_go import write_go_parts
     from server.aiapi.model_python import write_python_parts
+    from server.aiapi.model_typescript import write_typescript_parts
 
     if "python" in languages:
         say(write_python_parts(document, out, options, progress=say).summary())
     if "go" in languages:
         say(write_go_parts(document, out, options, progress=say).summary())
     if "typescript" in languages:
-        say("typescript: no model-written parts yet (Python and Go only)")
+        say(write_typescript_parts(document, out, options, progress=say).summary())

@@ -1,0 +1,223 @@
+"""The TypeScript client's model-written parts: a TSDoc comment per operation function.
+
+The same pieces and rules as the Go doc comments (server/aiapi/model_go.py), as the
+`/** ... */` block above each `export const name = <ThrowOnError ...` that openapi-ts writes
+into src/sdk.gen.ts: each answer is checked alone (plain text with words, a few lines, no
+masked value repeated, nothing that would end the comment), then all together by the
+checks of the deterministic output, prettier and tsc --noEmit. A block comment that cannot
+end early cannot break the code it sits above, so a failing check means all of them go
+back to openapi-ts's own comments.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from server.aiapi.document import ContractDocument
+from server.aiapi.model_parts import (
+    Answer,
+    ModelOptions,
+    ModelReport,
+    PieceOutcome,
+    ask_all,
+    chat_prompt,
+    masked,
+    request_for,
+)
+from server.aiapi.model_python import docstring_text
+from server.aiapi.operations import Operation, collect_operations
+from server.aiapi.tools import ToolMissing, node_tool
+from server.aiapi.verify import check_typescript
+
+COMMENT_SYSTEM: Final = (
+    "You write TSDoc comments for the functions of a generated TypeScript API client. A "
+    "comment says what the operation does and what its parameters mean, only from the text "
+    "given: never invent behaviour, errors, defaults or limits it does not state."
+)
+SDK_MODULE: Final = Path("src") / "sdk.gen.ts"
+_FUNCTION: Final = re.compile(r"^export const (\w+) = <ThrowOnError\b")
+_CALL: Final = re.compile(r"\.(get|put|post|delete|options|head|patch|trace)<")
+_URL: Final = re.compile(r'^\s*url: "([^"]*)",')
+_PLACES: Final = {"path": "options.path", "query": "options.query", "header": "options.headers",
+                  "cookie": "options.headers (as a cookie)"}  # fmt: skip
+
+
+def write_typescript_parts(
+    document: ContractDocument,
+    out: Path,
+    options: ModelOptions,
+    progress: Callable[[str], None] | None = None,
+) -> ModelReport:
+    """Ask for a TSDoc comment per function of out/typescript/src/sdk.gen.ts; keep those
+    that pass."""
+    started = time.perf_counter()
+    report = ModelReport("typescript")
+    folder = out / "typescript"
+    sdk = folder / SDK_MODULE
+    if not sdk.is_file():
+        report.message = "no TypeScript client to add to (generation failed?)"
+        return report
+    functions = sdk_functions(sdk.read_text(encoding="utf-8"), collect_operations(document))
+    raw = {(route, method): op for route, method, op, _ in document.operations()}
+    requests = {
+        name: request_for(
+            chat_prompt(COMMENT_SYSTEM, comment_task(document, name, op, raw)), options.max_tokens
+        )
+        for name, op in functions
+    }
+    if progress is not None:
+        progress(f"typescript: asking the model for {len(requests)} parts")
+    answers, message = ask_all(requests, options)
+    if message is not None:
+        report.message = message
+        return report
+    report.pieces += apply_comments(
+        folder, {name: answers.get(name, Answer(None, "not asked")) for name, _ in functions},
+        options.check_timeout_s,
+    )  # fmt: skip
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def sdk_functions(source: str, operations: list[Operation]) -> list[tuple[str, Operation]]:
+    """Each operation function openapi-ts wrote, with its operation: matched by the HTTP
+    method and URL template in its body, so openapi-ts's own naming need not be copied."""
+    by_request = {(op.method.lower(), op.route): op for op in operations}
+    found: list[tuple[str, Operation]] = []
+    name: str | None = None
+    method: str | None = None
+    for line in source.splitlines():
+        declared = _FUNCTION.match(line)
+        if declared is not None:
+            name, method = declared.group(1), None
+            continue
+        called = _CALL.search(line)
+        if called is not None and name is not None:
+            method = called.group(1).lower()
+        url = _URL.match(line)
+        if url is not None and name is not None and method is not None:
+            op = by_request.get((method, url.group(1)))
+            if op is not None:
+                found.append((name, op))
+            name = method = None
+    return found
+
+
+def comment_task(
+    document: ContractDocument,
+    name: str,
+    op: Operation,
+    raw: dict[tuple[str, str], dict[str, Any]],
+) -> str:
+    """What the model is told about one function: the operation's own words, masked."""
+    source = raw.get((op.route, op.method), {})
+    lines = [
+        f"The function `{name}` of the TypeScript client for {document.title!r} calls "
+        f"{op.method.upper()} {op.route}; it takes one options object and returns a promise "
+        "of the result."
+    ]
+    for key in ("summary", "description"):
+        text = source.get(key)
+        if isinstance(text, str) and text.strip():
+            lines.append(f"{key.capitalize()}: {' '.join(text.split())[:600]}")
+    for param in op.parameters:
+        need = "required" if param.required else "optional"
+        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
+        place = _PLACES.get(param.location, f"options.{param.location}")
+        lines.append(f"Parameter {param.name} (in {place}, {need}){what}")
+    if op.body is not None:
+        need = "required" if op.body_required else "optional"
+        lines.append(f"Request body: {op.body.media_type} in options.body ({need})")
+    lines.append(
+        "\nWrite its doc comment's text only, without the /** */ marks: a first line that "
+        "says what it does, then one line per parameter when there are any. At most 8 lines."
+    )
+    return masked("\n".join(lines), document.path.name)
+
+
+def render_comment(text: str) -> str:
+    """A TSDoc block as prettier leaves it."""
+    body = "".join(f" * {line}\n" if line.strip() else " *\n" for line in text.split("\n"))
+    return f"/**\n{body} */\n"
+
+
+def with_comments(source: str, texts: dict[str, str]) -> str:
+    """`source` with the comment block right above each named function replaced (or put
+    there when openapi-ts wrote none: an operation without summary or description)."""
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []
+    for number, line in enumerate(lines):
+        found = _FUNCTION.match(line)
+        if found is None or found.group(1) not in texts:
+            continue
+        first = number
+        if first > 0 and lines[first - 1].strip() == "*/":
+            while first > 0 and not lines[first - 1].lstrip().startswith("/**"):
+                first -= 1
+            first -= 1
+        first = max(first, 0)
+        text = texts[found.group(1)]
+        if "@deprecated" in "".join(lines[first:number]) and "@deprecated" not in text:
+            text += "\n\n@deprecated"  # the document's word, kept
+        edits.append((first, number, render_comment(text)))
+    for first, end, text in reversed(edits):
+        lines[first:end] = [text]
+    return "".join(lines)
+
+
+def apply_comments(
+    folder: Path, answers: dict[str, Answer], timeout_s: float
+) -> list[PieceOutcome]:
+    """Put in the comments that pass alone; when the checks then fail, none of them."""
+    sdk = folder / SDK_MODULE
+    original = sdk.read_text(encoding="utf-8")
+    outcomes: dict[str, PieceOutcome] = {}
+    texts: dict[str, str] = {}
+    for name, answer in answers.items():
+        if answer.text is None:
+            outcomes[name] = PieceOutcome("comment", name, False, answer.error or "no answer")
+            continue
+        text, why = docstring_text(answer.text)
+        if text is not None and "*/" in text:
+            text, why = None, "it holds */, which would end the comment"
+        if text is None:
+            outcomes[name] = PieceOutcome("comment", name, False, why)
+            continue
+        texts[name] = text.replace("\r", "")
+    if texts:
+        sdk.write_text(with_comments(original, texts), encoding="utf-8")
+        why = _check(folder, timeout_s)
+        if why:
+            sdk.write_text(original, encoding="utf-8")
+            for name in texts:
+                outcomes[name] = PieceOutcome("comment", name, False, why)
+            texts = {}
+    for name in texts:
+        outcomes[name] = PieceOutcome("comment", name, True)
+    return [outcomes[name] for name in answers]
+
+
+def _check(folder: Path, timeout_s: float) -> str:
+    """Why the client with the comments in fails prettier or tsc --noEmit ('' when it
+    passes); prettier as the generator runs it, so the output stays formatted."""
+    try:
+        formatted = subprocess.run(
+            [node_tool("prettier"), "--write", "--log-level=warn", "--no-config",
+             "--print-width=100", str(SDK_MODULE)],
+            cwd=folder, capture_output=True, text=True, timeout=timeout_s,
+        )  # fmt: skip
+        if formatted.returncode != 0:
+            return f"prettier rejected it: {' '.join(formatted.stderr.split())[:200]}"
+        checked = check_typescript(folder, timeout_s)
+    except ToolMissing as exc:
+        return f"not checked: {exc}"
+    except subprocess.TimeoutExpired:
+        return f"prettier took longer than {timeout_s:.0f} s"
+    if checked.ok:
+        return ""
+    return f"tsc --noEmit failed: {' '.join(checked.output.split())[:200]}"
