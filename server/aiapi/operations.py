@@ -69,9 +69,16 @@ def is_json_media(media_type: str) -> bool:
 def _choose_media(content: Any) -> Payload:
     if not isinstance(content, dict) or not content:
         return Payload(None, None)
-    for media_type, media in content.items():
-        if is_json_media(media_type) and media_type != "*/*":
-            return Payload(media_type, (media or {}).get("schema"))
+    # a JSON type without a wildcard first: jellyfin lists `application/*+json` before
+    # `application/json`, and a client cannot send a wildcard as its Content-Type
+    for concrete in (True, False):
+        for media_type, media in content.items():
+            if (
+                is_json_media(media_type)
+                and media_type != "*/*"
+                and ("*" not in media_type) == concrete
+            ):
+                return Payload(media_type, (media or {}).get("schema"))
     media_type, media = next(iter(content.items()))
     schema = media.get("schema") if isinstance(media, dict) else None
     return Payload(str(media_type), schema)

@@ -57,6 +57,7 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
             or _discriminators_for_zod(document.data) is not None
             or _has_uuid(document.data)
             or _has_bodiless_body(document.data)
+            or _has_wildcard_media(document.data)
         ):
             # a copy beside nothing: external $refs of such a document would not resolve
             source_document = Path(scratch) / "document.json"
@@ -205,6 +206,9 @@ def _rewrite_patterns(node: Any, unusable: set[str]) -> Any:
         for method in ("get", "head"):  # see _has_bodiless_body
             if isinstance(copy.get(method), dict) and "requestBody" in copy[method]:
                 copy[method] = {k: v for k, v in copy[method].items() if k != "requestBody"}
+        content = copy.get("content")
+        if isinstance(content, dict) and _wildcard_beside_concrete(content):
+            copy["content"] = {k: v for k, v in content.items() if "*" not in str(k)}
         if node.get("format") == "uuid" and node.get("type") in ("string", None):
             copy["format"] = "guid"  # see _has_uuid
         return copy
@@ -325,6 +329,25 @@ def _default_of_another_type(node: dict[str, Any]) -> bool:
     if isinstance(default, bool) and kind in ("integer", "number"):
         return True
     return not isinstance(default, _JSON_TYPES[kind])
+
+
+def _wildcard_beside_concrete(content: dict[str, Any]) -> bool:
+    return any("*" in str(k) for k in content) and any("*" not in str(k) for k in content)
+
+
+def _has_wildcard_media(node: Any) -> bool:
+    """Whether a content map lists a wildcard media type beside a concrete one: openapi-ts
+    sends the first as the request's Content-Type, and jellyfin lists `application/*+json`
+    before `application/json` (Prism read no body from it). The copy keeps the concrete
+    ones."""
+    if isinstance(node, dict):
+        content = node.get("content")
+        if isinstance(content, dict) and _wildcard_beside_concrete(content):
+            return True
+        return any(_has_wildcard_media(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_wildcard_media(v) for v in node)
+    return False
 
 
 def _has_bodiless_body(data: dict[str, Any]) -> bool:
