@@ -106,6 +106,11 @@ def planned_calls(document: ContractDocument) -> list[PlannedCall]:
             body = example_value(document, op.body.schema)
             if op.body.is_form and not isinstance(body, dict):
                 body = {}
+            elif op.body.is_form and not body and op.body_required:
+                # an empty form is no body to Prism ("Body parameter is required"):
+                # circuitsandbox's webhook form has no required field, so give it its fields
+                filled = example_value(document, op.body.schema, full=1)
+                body = filled if isinstance(filled, dict) else body
             elif not op.body.is_json and not op.body.is_form:
                 body = "a"  # bytes or text, made so by each driver
         call = PlannedCall(index, op, raw_by_key.get((op.route, op.method), {}), parameters, body)

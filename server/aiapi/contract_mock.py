@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from server.aiapi.document import ContractDocument
+from server.aiapi.operations import schema_types
 from server.aiapi.tools import GeneratorError, ToolMissing, tools_folder
 
 PRISM_SEED = "38"
@@ -54,6 +55,9 @@ def mocked_document(
       Prism would send over a plain body, so no client could read an answer);
     - without header parameters named Accept, Content-Type or Authorization, and request
       bodies of GET and HEAD operations, which OpenAPI says to ignore and Prism would demand;
+    - with list fields of form bodies given the encoding OpenAPI takes for them when
+      none is declared (form style, exploded: repeated fields), which Prism 5.14 reads
+      only when declared (circuitsandbox's participants, elevenlabs' files: 422);
     - answering with the given examples (built from the schema) where Prism's own answer
       breaks the document's schema."""
     found = False
@@ -78,6 +82,12 @@ def mocked_document(
             if isinstance(item.get(method), dict) and "requestBody" in item[method]:
                 item[method] = {k: v for k, v in item[method].items() if k != "requestBody"}
                 found = True
+        for operation in item.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            encoded = _form_lists_exploded(document, body) if body is not None else None
+            if encoded is not None:
+                operation["requestBody"] = walk(encoded)
+                found = True
         for holder in [item, *(v for v in item.values() if isinstance(v, dict))]:
             parameters = holder.get("parameters") if isinstance(holder, dict) else None
             if isinstance(parameters, list):
@@ -101,6 +111,42 @@ def mocked_document(
     target = scratch / f"mocked-document-{len(repairs or {})}.json"
     target.write_text(json.dumps(copy), encoding="utf-8")
     return target
+
+
+FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _form_lists_exploded(document: ContractDocument, body: Any) -> dict[str, Any] | None:
+    """The request body with an explicit form-style, exploded encoding for each list field
+    of a form that declares none (None where nothing changes): OpenAPI's default, and the
+    only way a client sends a list as form fields, which Prism refuses unless declared."""
+    resolved = document.resolve(body)
+    content = resolved.get("content") if isinstance(resolved, dict) else None
+    if not isinstance(content, dict):
+        return None
+    changed = dict(content)
+    for media_type, media in content.items():
+        if not isinstance(media, dict) or str(media_type).split(";")[0].strip().lower() not in (
+            FORM_MEDIA_TYPES
+        ):
+            continue
+        schema = document.resolve(media.get("schema"))
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        encoding = dict(media.get("encoding") or {})
+        lists = [
+            name
+            for name, field in (properties or {}).items()
+            if name not in encoding
+            and isinstance(document.resolve(field), dict)
+            and schema_types(document.resolve(field))[0] == "array"
+        ]
+        if lists:
+            exploded = {"style": "form", "explode": True, "allowReserved": True}
+            changed[media_type] = {
+                **media,
+                "encoding": {**encoding, **dict.fromkeys(lists, exploded)},
+            }
+    return {**resolved, "content": changed} if changed != content else None
 
 
 # "requestBody is only supported in HTTP methods where the HTTP 1.1 specification has

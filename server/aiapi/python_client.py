@@ -521,13 +521,15 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
     return {{key: _plain(value) for key, value in values.items() if value is not None}}
 
 
-def _multipart(values: dict[str, Any] | None) -> dict[str, Any]:
-    """Form fields as multipart parts: bytes as files, everything else as text."""
-    return {{
-        key: (key, value) if isinstance(value, bytes) else (None, _text(value))
+def _multipart(values: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """Form fields as multipart parts: bytes as files, everything else as text, a list as
+    one part per item."""
+    return [
+        (key, (key, item) if isinstance(item, bytes) else (None, _text(item)))
         for key, value in (values or {{}}).items()
         if value is not None
-    }}
+        for item in (value if isinstance(value, list) else [value])
+    ]
 
 
 def _text(value: Any) -> str:
