@@ -306,7 +306,20 @@ def test_calls_the_document_itself_rules_out_are_skipped_with_the_reason(tmp_pat
                 ], "responses": {"401": {"description": "Unauthorized"},
                                  "404": {"description": "Not Found"}}}},
                 "/fine": {"get": operation()},
-            }
+                # jellyfin.local: a path parameter whose every property is read-only
+                "/Plugins/{version}": {"delete": operation(parameters=[
+                    {"name": "version", "in": "path", "required": True,
+                     "schema": {"$ref": "#/components/schemas/Version"}}])},
+                # formapi.io: two operations on one path, told apart by a ?query Prism
+                # does not route by; a ?query route alone is called
+                "/templates": {"post": operation()},
+                "/templates?desc=html": {"post": operation()},
+                "/submissions?v=2": {"post": operation()},
+            },
+            "components": {"schemas": {"Version": {
+                "type": "object", "additionalProperties": False, "properties": {
+                    "Major": {"type": "integer", "readOnly": True},
+                    "Minor": {"type": "integer", "readOnly": True}}}}},
         },
     )  # fmt: skip
     skips = [call.skip for call in planned_calls(document)]
@@ -314,6 +327,10 @@ def test_calls_the_document_itself_rules_out_are_skipped_with_the_reason(tmp_pat
     assert "application/octet-stream body as array" in str(skips[1])
     assert "no success answer (only 401, 404)" in str(skips[2])
     assert skips[3] is None
+    assert "every property is read-only" in str(skips[4])
+    assert skips[5] is None
+    assert "Prism routes by the path alone" in str(skips[6])
+    assert skips[7] is None
 
 
 def test_plan_sends_what_the_document_requires(tmp_path: Path) -> None:

@@ -93,8 +93,11 @@ class PlannedCall:
 
 def planned_calls(document: ContractDocument) -> list[PlannedCall]:
     raw_by_key = {(route, method): raw for route, method, raw, _ in document.operations()}
+    operations = collect_operations(document)
+    paths = Counter((op.route.split("?")[0], op.method) for op in operations)
+    shared_paths = {key for key, count in paths.items() if count > 1}
     calls = []
-    for index, op in enumerate(collect_operations(document)):
+    for index, op in enumerate(operations):
         parameters = [
             (param, parameter_value(document, param.schema))
             for param in op.parameters
@@ -116,6 +119,12 @@ def planned_calls(document: ContractDocument) -> list[PlannedCall]:
         call = PlannedCall(index, op, raw_by_key.get((op.route, op.method), {}), parameters, body)
         if "#" in op.route:
             call.skip = "the route has a #fragment (AWS's X-Amz-Target), which HTTP never sends"
+        elif "?" in op.route and (op.route.split("?")[0], op.method) in shared_paths:
+            call.skip = (
+                "the route has a ?query and another operation the same path "
+                "(formapi's /templates?desc=html beside /templates): Prism routes by the "
+                "path alone"
+            )
         else:
             call.skip = _uncallable(document, op, call.raw)
         calls.append(call)
@@ -153,6 +162,27 @@ def _uncallable(document: ContractDocument, op: Operation, raw: Any) -> str | No
         if not param.required or not isinstance(schema, dict):
             continue
         declared, _ = schema_types(schema)
+        properties = schema.get("properties")
+        if (
+            param.location == "path"
+            and declared == "object"
+            and isinstance(properties, dict)
+            and schema.get("additionalProperties") is False
+        ):
+            writable = [
+                name
+                for name, field in properties.items()
+                if not (
+                    isinstance(document.resolve(field), dict)
+                    and document.resolve(field).get("readOnly")
+                )
+            ]
+            if not writable:  # its only valid value is {}, an empty path segment
+                return (
+                    f"the document is inconsistent: path parameter {param.name} is an object "
+                    "whose every property is read-only (jellyfin's Version), so a request "
+                    "can only carry it as an empty path segment"
+                )
         enum = [v for v in schema.get("enum") or [] if v is not None]
         if enum and declared and not any(has_type(v, declared) for v in enum):
             return (
@@ -383,7 +413,7 @@ class ContractSession:
             if call.skip:
                 outcome = (
                     "skipped: untestable route"
-                    if "#fragment" in call.skip
+                    if "#fragment" in call.skip or "?query" in call.skip
                     else "skipped: no success answer (the document)"
                     if "no success answer" in call.skip
                     else "skipped: no request can pass (the document)"
