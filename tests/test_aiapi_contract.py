@@ -494,8 +494,9 @@ def test_python_models_of_azure_discriminators_and_defaults_pass_mypy(tmp_path: 
     """machinelearningservices: subclasses tagged by x-ms-discriminator-value under a parent
     whose tag is an enum (mypy: incompatible override; at run time the tag 'AKS' matched no
     subclass); sql-jobs' date-time and batchai's duration defaults, servicefabric's bare
-    boolean component with a default (mypy: str or bool where a datetime, timedelta or
-    RootModel was declared)."""
+    boolean component with a default, theracingapi's model property defaulting to {} (mypy:
+    str, bool or dict where a datetime, timedelta, RootModel or model was declared), and
+    microcks' oneOf of subclasses of a parent whose tag is an enum (incompatible override)."""
     schemas = {
         "ComputeType": {"type": "string", "enum": ["AKS", "DataFactory"]},
         "Compute": {
@@ -519,6 +520,24 @@ def test_python_models_of_azure_discriminators_and_defaults_pass_mypy(tmp_path: 
             "ForceRestart": {"$ref": "#/components/schemas/ForceRestart"},
         }},
         "ForceRestart": {"default": False, "type": "boolean"},
+        # theracingapi.com: a model property defaulting to {} (mypy: dict where the model)
+        "Runner": {"type": "object", "properties": {"trainer_14_days": {
+            "allOf": [{"$ref": "#/components/schemas/RunnerTrainer14Days"}], "default": {}}}},
+        "RunnerTrainer14Days": {"type": "object", "properties": {"runs": {"type": "integer"}}},
+        # microcks.local: a oneOf's alternatives extend a parent whose tag is an enum
+        "AbstractExchange": {"type": "object", "required": ["type"], "properties": {
+            "type": {"type": "string", "enum": ["reqRespPair", "unidirEvent"]}}},
+        "RequestResponsePair": {"type": "object", "allOf": [
+            {"type": "object", "properties": {"request": {"type": "string"}}},
+            {"$ref": "#/components/schemas/AbstractExchange"}]},
+        "UnidirectionalEvent": {"type": "object", "allOf": [
+            {"type": "object", "properties": {"eventMessage": {"type": "string"}}},
+            {"$ref": "#/components/schemas/AbstractExchange"}]},
+        "Exchange": {"oneOf": [{"$ref": "#/components/schemas/RequestResponsePair"},
+                               {"$ref": "#/components/schemas/UnidirectionalEvent"}],
+                     "discriminator": {"propertyName": "type", "mapping": {
+                         "reqRespPair": "#/components/schemas/RequestResponsePair",
+                         "unidirEvent": "#/components/schemas/UnidirectionalEvent"}}},
     }  # fmt: skip
     document = load(tmp_path, {"paths": {}, "components": {"schemas": schemas}}, "azure.json")
     package = generate_python(document, tmp_path / "out")
@@ -532,6 +551,9 @@ def test_python_models_of_azure_discriminators_and_defaults_pass_mypy(tmp_path: 
         )
         assert type(resource.properties).__name__ == "ManagedAKS"
         assert models.JobSchedule().endTime is None  # not the string it used to default to
+        assert models.Runner().trainer_14_days is None
+        event = models.Exchange.model_validate({"type": "unidirEvent", "eventMessage": "m"})
+        assert type(event.root).__name__ == "UnidirectionalEvent"
     finally:
         sys.path.remove(str(package.parent))
         for name in [m for m in sys.modules if m.split(".")[0] == package.name]:

@@ -295,6 +295,11 @@ def _without_typed_string_defaults(data: dict[str, Any]) -> dict[str, Any] | Non
                 and node["format"] in TYPED_STRING_FORMATS
                 and isinstance(node.get("default"), str)
                 and node.get("type") in ("string", None, ["string", "null"])
+            ) or (
+                # a {} default on a property that is a model (theracingapi's allOf of one
+                # $ref): datamodel-code-generator writes `= {}` where mypy wants the model
+                isinstance(node.get("default"), dict | list)
+                and any(key in node for key in ("$ref", "allOf", "oneOf", "anyOf"))
             ):
                 del copy["default"]
                 found = True
@@ -328,7 +333,9 @@ def _discriminators_for_subclasses(data: dict[str, Any]) -> dict[str, Any] | Non
     `x-ms-discriminator-value` (the API sends "AKS" for the schema ManagedAKS), so the
     parent gets the `mapping` the converted document lacks; and the parent's field is an
     enum, which a `Literal` cannot override under mypy --strict, so the parent's field
-    becomes a plain string (the subclasses still say which values they take)."""
+    becomes a plain string (the subclasses still say which values they take). The same
+    holds for the parents of a oneOf's alternatives (microcks' Exchange picks
+    RequestResponsePair, an allOf of AbstractExchange, whose `type` is an enum)."""
     schemas = (data.get("components") or {}).get("schemas")
     if not isinstance(schemas, dict):
         return None
@@ -345,7 +352,6 @@ def _discriminators_for_subclasses(data: dict[str, Any]) -> dict[str, Any] | Non
             continue
         discriminator = dict(schema["discriminator"])
         field_name = discriminator.get("propertyName")
-        properties = schema.get("properties")
         if not isinstance(field_name, str) or not children.get(name):
             continue
         copy = dict(schema)
@@ -358,23 +364,55 @@ def _discriminators_for_subclasses(data: dict[str, Any]) -> dict[str, Any] | Non
             if any("x-ms-discriminator-value" in schemas[child] for child in children[name]):
                 discriminator["mapping"] = tagged
                 copy["discriminator"] = discriminator
-        if isinstance(properties, dict) and isinstance(properties.get(field_name), dict):
-            field = properties[field_name]
-            target = field
-            if isinstance(field.get("$ref"), str) and field["$ref"].startswith(prefix):
-                target = schemas.get(field["$ref"][len(prefix) :]) or {}
-            if isinstance(target, dict) and target.get("enum"):
-                text: dict[str, Any] = {"type": "string"}
-                if "description" in field or "description" in target:
-                    text["description"] = field.get("description") or target.get("description")
-                copy["properties"] = {**properties, field_name: text}
+        copy = _tag_as_text(copy, field_name, schemas)
         if copy != schema:
             changed[name] = copy
+    for schema in schemas.values():
+        if not isinstance(schema, dict) or not isinstance(schema.get("discriminator"), dict):
+            continue
+        field_name = schema["discriminator"].get("propertyName")
+        alternatives = [
+            part.get("$ref")
+            for key in ("oneOf", "anyOf")
+            for part in schema.get(key) or []
+            if isinstance(part, dict)
+        ] + list((schema["discriminator"].get("mapping") or {}).values())
+        for ref in alternatives:
+            alternative = schemas.get(ref[len(prefix) :]) if isinstance(ref, str) else None
+            for part in (alternative or {}).get("allOf") or []:
+                parent_ref = part.get("$ref") if isinstance(part, dict) else None
+                if not isinstance(field_name, str) or not isinstance(parent_ref, str):
+                    continue
+                parent_name = parent_ref[len(prefix) :]
+                parent = changed.get(parent_name, schemas.get(parent_name))
+                if parent_ref.startswith(prefix) and isinstance(parent, dict):
+                    retagged = _tag_as_text(parent, field_name, schemas)
+                    if retagged != parent:
+                        changed[parent_name] = retagged
     if not changed:
         return None
     components = dict(data["components"])
     components["schemas"] = {**schemas, **changed}
     return {**data, "components": components}
+
+
+def _tag_as_text(
+    schema: dict[str, Any], field_name: str, schemas: dict[str, Any]
+) -> dict[str, Any]:
+    """The schema with its discriminator field a plain string where it is an enum."""
+    properties = schema.get("properties")
+    field = properties.get(field_name) if isinstance(properties, dict) else None
+    if not isinstance(properties, dict) or not isinstance(field, dict):
+        return schema
+    target = field
+    if isinstance(field.get("$ref"), str) and field["$ref"].startswith("#/components/schemas/"):
+        target = schemas.get(field["$ref"][len("#/components/schemas/") :]) or {}
+    if not isinstance(target, dict) or not target.get("enum"):
+        return schema
+    text: dict[str, Any] = {"type": "string"}
+    if "description" in field or "description" in target:
+        text["description"] = field.get("description") or target.get("description")
+    return {**schema, "properties": {**properties, field_name: text}}
 
 
 def _top_level_names(source: str) -> set[str]:
