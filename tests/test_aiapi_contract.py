@@ -232,6 +232,9 @@ SCHEMAS: dict[str, Any] = {
         "oneOf": [{"$ref": "#/components/schemas/SuccessfulPropertyBatchInfo"},
                   {"$ref": "#/components/schemas/FailedPropertyBatchInfo"}],
     },
+    # github.com/ghes-3.8: Prism's "string" for a uri, which zod's url() refuses
+    "PageDeployment": {"type": "object", "properties": {
+        "page_url": {"type": "string", "format": "uri"}}},
     # npr.org/station-finder: an allOf of parts that name no type
     "StationListDocument": {
         "allOf": [{"properties": {"href": {"type": "string"}}},
@@ -262,6 +265,9 @@ SCHEMAS: dict[str, Any] = {
         ("PropertyBatchInfo", {"Kind": "Failed"}, True),
         # a oneOf's alternative named by x-ms-discriminator-value, not a schema name
         ("PropertyBatchInfoChoice", {"Kind": "Failed", "ErrorMessage": "x"}, True),
+        ("PageDeployment", {"page_url": "https://octocat.github.io/hello"}, True),
+        ("PageDeployment", {"page_url": "mailto:octocat@github.com"}, True),
+        ("PageDeployment", {"page_url": "string"}, False),  # no scheme: not absolute
         ("StationListDocument", {"href": "/x"}, True),
         ("StationListDocument", None, False),  # Prism's answer to a schema with no type
         ("StationListDocument", [{"href": "/x"}], False),  # applicationinsights' example

@@ -53,6 +53,9 @@ def _text_number_check(bounds: tuple[int, int] | None, original: Any) -> Any:
     return check
 
 
+ABSOLUTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S")
+
+
 class SchemaJudge:
     """Validates values against the document's schemas as OpenAPI reads them: 3.0's
     nullable, formats (`duration` as ISO 8601 too), patterns as ECMA-262 regexes, and a
@@ -149,6 +152,12 @@ class SchemaJudge:
         # `guid` as the uuid it names (keyserv.solutions); numbers' formats on a string as
         # that number in text (Google's int64 strings), as the clients' validators read them
         checker.checkers["guid"] = checker.checkers["uuid"]
+        # a URL is absolute: a scheme first (zod's url(); Prism's "string" for GitHub's
+        # page_url is none)
+        for name in ("uri", "url"):
+            checker.checks(name)(
+                lambda text: not isinstance(text, str) or bool(ABSOLUTE.match(text))
+            )
         for name, kind in TEXT_NUMBERS.items():
             original = checker.checkers.get(name)
             checker.checks(name)(_text_number_check(kind, original))
