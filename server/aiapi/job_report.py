@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from server.aiapi.document import ContractError, ContractProblem
+from server.aiapi.model_parts import ModelReport
 from server.aiapi.pipeline import ContractResult
 
 
@@ -40,6 +41,21 @@ class LanguageOutcome(BaseModel):
     contract: CheckOutcome | None = None
 
 
+class ModelPartsOutcome(BaseModel):
+    """A language's model-written parts (with_model): how many pieces went in and which
+    fell back to the generator's text, and why."""
+
+    language: str
+    kept: int = Field(description="Pieces the checks passed, now in the code")
+    fell_back: int = Field(description="Pieces that kept the generator's text")
+    fell_back_why: list[str] = Field(
+        default_factory=list, description="`KIND NAME: why` per piece that fell back"
+    )
+    message: str | None = Field(
+        None, description="Why no piece was asked for (the model did not answer, say)"
+    )
+
+
 class JobReport(BaseModel):
     """The worker's verdict: ok, or why not (error, problems, a language's outcome)."""
 
@@ -49,6 +65,7 @@ class JobReport(BaseModel):
     title: str | None = None
     api_version: str | None = None
     languages: list[LanguageOutcome] = Field(default_factory=list)
+    model_parts: list[ModelPartsOutcome] = Field(default_factory=list)
     has_result: bool = False
 
 
@@ -116,6 +133,16 @@ def generated_report(result: ContractResult, zip_written: bool) -> JobReport:
         api_version=result.document.api_version,
         languages=languages,
         has_result=zip_written,
+    )
+
+
+def model_parts_outcome(report: ModelReport) -> ModelPartsOutcome:
+    return ModelPartsOutcome(
+        language=report.language,
+        kept=report.kept,
+        fell_back=report.fell_back,
+        fell_back_why=[f"{p.kind} {p.name}: {p.reason}" for p in report.pieces if not p.kept],
+        message=report.message,
     )
 
 

@@ -14,23 +14,29 @@ import inspect
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from pydantic import BaseModel
 
-from server.aiapi.document import ContractError, load_document
+from server.aiapi.document import ContractDocument, ContractError, load_document
 from server.aiapi.job_bundle import write_bundle
 from server.aiapi.job_report import (
     JobReport,
+    ModelPartsOutcome,
     generated_report,
     invalid_document_report,
+    model_parts_outcome,
     write_report,
 )
 from server.aiapi.local_refs import outside_references
-from server.aiapi.pipeline import generate_contract
+from server.aiapi.model_parts import model_options
+from server.aiapi.model_writers import write_model_parts
+from server.aiapi.pipeline import ContractResult, generate_contract
 from server.aiapi.tools import ToolMissing
+from server.config import SettingsError
 
 DEFAULT_KINDS = ("client",)
 
@@ -43,6 +49,10 @@ class JobRequest(BaseModel):
     kinds: list[str]
     verify: bool
     timeout_s: float
+    with_model: bool = False
+    """Let the model write parts of the output (server/aiapi/model_writers.py)."""
+    model_settings: str = "{}"
+    """The service's own ServiceSettings.model_settings: never a request's."""
 
 
 class JobStopped(BaseException):
@@ -89,6 +99,8 @@ def run_job(folder: Path) -> JobReport:
         except ToolMissing as exc:
             return JobReport(ok=False, error=f"a tool is missing on the server: {exc}")
         report = generated_report(result, zip_written=False)
+        if request.with_model:
+            report.model_parts = model_parts(document, folder / "out", result, request, say)
         if any(entry.folder is not None for entry in result.languages):
             write_bundle(result, report, request.document, folder / "result.zip")
             report.has_result = True
@@ -96,6 +108,29 @@ def run_job(folder: Path) -> JobReport:
         return report
     finally:
         progress.close()
+
+
+def model_parts(
+    document: ContractDocument,
+    out: Path,
+    result: ContractResult,
+    request: JobRequest,
+    say: Callable[[str], None],
+) -> list[ModelPartsOutcome]:
+    """The model-written parts over each language generated, from the service's own
+    backend settings (its HEADSTART_* variables and model_settings)."""
+    try:
+        options = model_options(request.model_settings)
+    except (SettingsError, ValueError) as exc:
+        return [
+            ModelPartsOutcome(language=language, kept=0, fell_back=0, message=str(exc))
+            for language in request.languages
+        ]
+    generated = [e.language for e in result.languages if e.folder is not None]
+    reports = write_model_parts(document, out, generated, options, progress=say)
+    for report in reports:
+        say(report.summary())
+    return [model_parts_outcome(report) for report in reports]
 
 
 def main(argv: list[str]) -> int:

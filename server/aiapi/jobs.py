@@ -133,6 +133,7 @@ class JobQueue:
         languages: list[str],
         kinds: list[str],
         verify: bool,
+        with_model: bool = False,
     ) -> Job:
         limit = self.settings.max_running_per_key + self.settings.max_queued_per_key
         if self.active_for_key(key_id) >= limit:
@@ -143,6 +144,8 @@ class JobQueue:
             languages=languages,
             kinds=kinds,
             verify=verify,
+            with_model=with_model,
+            model_settings=self.settings.model_settings if with_model else "{}",
             timeout_s=self.settings.job_timeout_s,
         )
         job = Job(job_id, owner, key_id, self.root / job_id, request)

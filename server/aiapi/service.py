@@ -25,7 +25,7 @@ from starlette.datastructures import UploadFile
 from server import __version__
 from server.aiapi import pipeline
 from server.aiapi.api_keys import KeyEntry, KeyRing
-from server.aiapi.job_report import LanguageOutcome, Problem
+from server.aiapi.job_report import LanguageOutcome, ModelPartsOutcome, Problem
 from server.aiapi.jobs import Job, JobQueue, JobStatus, QueueFull
 from server.aiapi.service_settings import ServiceSettings
 
@@ -63,6 +63,7 @@ GENERATE_BODY: dict[str, Any] = {
                     "languages": {"type": "string"},
                     "kinds": {"type": "string"},
                     "verify": {"type": "boolean"},
+                    "with_model": {"type": "boolean"},
                 },
             }
         },
@@ -88,6 +89,9 @@ class JobView(BaseModel):
     languages: list[str]
     kinds: list[str]
     verify: bool
+    with_model: bool = Field(
+        False, description="Whether the model wrote docstrings and comments (model_parts)"
+    )
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -98,6 +102,11 @@ class JobView(BaseModel):
     )
     results: list[LanguageOutcome] = Field(
         default_factory=list, description="Per language: generation, checker, contract tests"
+    )
+    model_parts: list[ModelPartsOutcome] = Field(
+        default_factory=list,
+        description="With with_model, per language: the pieces the model wrote that went in, "
+        "and those that kept the generator's text",
     )
     progress: list[str] = Field(default_factory=list, description="The worker's last lines")
     result_url: str | None = Field(None, description="The zip, once there is one")
@@ -240,6 +249,14 @@ async def generate(
     verify: Annotated[
         bool, Query(description="Also run each language's checker and the contract tests")
     ] = False,
+    with_model: Annotated[
+        bool,
+        Query(
+            description="Let the service's model write docstrings, doc comments and the Python "
+            "README; each piece goes in only when the checks pass with it (the model is the "
+            "service's own: a request cannot name one)"
+        ),
+    ] = False,
 ) -> JobCreated:
     settings: ServiceSettings = request.app.state.settings
     body = await _read_body(request, settings.max_body_bytes)
@@ -255,6 +272,8 @@ async def generate(
         kinds = [form["kinds"]] if isinstance(form.get("kinds"), str) else kinds
         if isinstance(form.get("verify"), str):
             verify = form["verify"].strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(form.get("with_model"), str):
+            with_model = form["with_model"].strip().lower() in ("1", "true", "yes", "on")
     if not body.strip():
         raise HTTPException(400, "no document: send it as the body or as a `document` part")
     try:
@@ -266,6 +285,7 @@ async def generate(
             _split(languages, LANGUAGES, LANGUAGES, "language"),
             _split(kinds, KINDS, DEFAULT_KINDS, "kind"),
             verify,
+            with_model=with_model,
         )
     except QueueFull as exc:
         headers = {"Retry-After": str(exc.retry_after_s)}
@@ -293,6 +313,7 @@ async def get_job(request: Request, job: OwnedJob) -> JobView:
         languages=job.request.languages,
         kinds=job.request.kinds,
         verify=job.request.verify,
+        with_model=job.request.with_model,
         created_at=datetime.fromtimestamp(job.created_at, UTC),
         started_at=_timestamp(job.started_at),
         finished_at=_timestamp(job.finished_at),
@@ -300,6 +321,7 @@ async def get_job(request: Request, job: OwnedJob) -> JobView:
         error=job.error,
         problems=report.problems if report else [],
         results=report.languages if report else [],
+        model_parts=report.model_parts if report else [],
         progress=job.progress(),
         result_url=result_url,
     )

@@ -6,10 +6,11 @@ queue, how long a job may run and how long its result is kept. docs/aiapi.md lis
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cache.user_dirs import headstart_cache_dir
@@ -77,3 +78,23 @@ class ServiceSettings(BaseSettings):
     max_body_bytes: int = Field(
         32 * MIB, ge=1_024, le=1_024 * MIB, description="Largest request body; then 413."
     )
+    model_settings: str = Field(
+        "{}",
+        description="For jobs asked `with_model`: Headstart settings as JSON, as `headstart "
+        "aiapi generate --settings` takes them, for the model that writes the docstrings and "
+        "comments (`backend.url`, `backend.model`, `backend.apiKeyEnv`; the HEADSTART_* "
+        "variables still win). The operator's alone: a request cannot name a model.",
+    )
+
+    @field_validator("model_settings")
+    @classmethod
+    def _valid_model_settings(cls, value: str) -> str:
+        """Checked at start, so a bad value stops the service, not each job."""
+        from server.config import SettingsError, load_settings
+
+        try:
+            layer = json.loads(value) if value.strip() else {}
+            load_settings(layer)
+        except (ValueError, SettingsError) as exc:
+            raise ValueError(f"not Headstart settings as JSON: {exc}") from None
+        return value
