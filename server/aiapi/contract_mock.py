@@ -37,8 +37,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# Content-Type too: "If a response header is defined with the name "Content-Type", it
+# SHALL be ignored" (OpenAPI 3.0.3, Response Object); Prism sent azure batch's `string` as
+# one and failed on it (500, "Cannot find serializer for string")
 TRANSPORT_HEADERS = frozenset(
-    {"content-encoding", "transfer-encoding", "content-length", "connection"}
+    {"content-encoding", "transfer-encoding", "content-length", "connection", "content-type"}
 )
 
 
