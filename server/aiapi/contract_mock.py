@@ -58,6 +58,9 @@ def mocked_document(
       Prism would send over a plain body, so no client could read an answer);
     - without header parameters named Accept, Content-Type or Authorization, and request
       bodies of GET and HEAD operations, which OpenAPI says to ignore and Prism would demand;
+    - with its paths ordered from the least literal to the most where Prism would route a
+      request to a less literal templated path (of two it matches equally well, Prism takes
+      the one declared last: nrel's /v1/{id}.{output_format} took /v1/pocs.json, 422);
     - with list fields of form bodies given the encoding OpenAPI takes for them when
       none is declared (form style, exploded: repeated fields), which Prism 5.14 reads
       only when declared (circuitsandbox's participants, elevenlabs' files: 422);
@@ -80,6 +83,10 @@ def mocked_document(
     if external_refs(document.data):  # a copy elsewhere would lose them
         return document.path.resolve()
     copy = walk(document.data)
+    routes = list(copy.get("paths") or {})
+    if _shadowed(routes):
+        copy["paths"] = {route: copy["paths"][route] for route in sorted(routes, key=_literal)}
+        found = True
     for item in (copy.get("paths") or {}).values():
         for method in BODILESS_METHODS:
             if isinstance(item.get(method), dict) and "requestBody" in item[method]:
@@ -114,6 +121,41 @@ def mocked_document(
     target = scratch / f"mocked-document-{len(repairs or {})}.json"
     target.write_text(json.dumps(copy), encoding="utf-8")
     return target
+
+
+TEMPLATE = re.compile(r"\{[^}]*\}")
+
+
+def _literal(route: str) -> int:
+    """How much of the route is literal text, not templates."""
+    return len(TEMPLATE.sub("", route))
+
+
+def _shadowed(routes: list[str]) -> bool:
+    """Whether a templated route is declared before a less literal one that matches its
+    requests, segment by segment as Prism's router does (a template matches any text)."""
+    by_length: dict[int, list[str]] = {}
+    for route in routes:
+        if "{" in route:
+            by_length.setdefault(route.count("/"), []).append(route)
+    for group in by_length.values():
+        for i, earlier in enumerate(group):
+            sample = TEMPLATE.sub("1", earlier).split("/")
+            for later in group[i + 1 :]:
+                if _literal(later) < _literal(earlier) and all(
+                    _segment_matches(part, text)
+                    for part, text in zip(later.split("/"), sample, strict=True)
+                ):
+                    return True
+    return False
+
+
+def _segment_matches(part: str, text: str) -> bool:
+    if "{" not in part:
+        return part == text
+    pieces = re.split(r"(\{[^}]*\})", part)
+    pattern = "".join("(.*)" if TEMPLATE.fullmatch(p) else re.escape(p) for p in pieces)
+    return re.search(pattern, text) is not None
 
 
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
