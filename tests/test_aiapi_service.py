@@ -289,6 +289,30 @@ def test_bad_requests_are_refused_with_their_reason(
         assert "unknown language cobol" in unknown.json()["detail"]
 
 
+def test_react_query_job_zips_the_hooks_and_says_how_to_use_them(
+    service: Service, keys: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    with service.client(keys[1]["alice"]) as alice:
+        job_id = submit(alice, PETSTORE, languages="typescript", react_query="true")
+        job = finished(alice, job_id)
+        assert job["status"] == "completed", job
+        assert job["react_query"] is True
+        names = extract(alice.get(job["result_url"]).content, tmp_path / "unzipped")
+        without_typescript = alice.post(
+            "/v1/generate",
+            files={"document": ("petstore.yaml", PETSTORE.read_bytes(), "application/yaml")},
+            data={"languages": "python", "react_query": "true"},
+        )
+    assert {"typescript/src/@tanstack/react-query.gen.ts", "typescript/README.md"} <= set(names)
+    package = json.loads((tmp_path / "unzipped" / "typescript" / "package.json").read_text())
+    assert "@tanstack/react-query" in package["dependencies"]
+    readme = (tmp_path / "unzipped" / "README.md").read_text()
+    assert "## Use (TypeScript, React Query)" in readme
+    assert "`typescript/src/@tanstack/react-query.gen.ts`" in readme
+    assert without_typescript.status_code == 422
+    assert "add typescript to languages" in without_typescript.json()["detail"]
+
+
 def test_the_service_generates_its_own_client(
     service: Service, keys: tuple[Path, dict[str, str]], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -1,5 +1,5 @@
-"""`headstart aiapi generate SPEC --lang ... [--kinds client,server,tests] --out DIR [--zip]
-[--verify]`.
+"""`headstart aiapi generate SPEC --lang ... [--kinds client,server,tests] [--react-query]
+--out DIR [--zip] [--verify]`.
 
 Exit codes: 0 generated (and, with --verify, every checker passed); 1 a generator or a
 checker failed; 2 the document is invalid (each problem printed as FILE:LINE: path:
@@ -48,6 +48,13 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="comma-separated: client,server,tests (default: all three); the client is "
         "always written, as the server stub and the test skeleton build on it",
     )
+    generate.add_argument(
+        "--react-query",
+        action="store_true",
+        help="also write TanStack React Query options for each operation into the "
+        "TypeScript client (src/@tanstack/react-query.gen.ts, by openapi-ts's "
+        "@tanstack/react-query plugin), with @tanstack/react-query as its dependency",
+    )
     generate.add_argument("--out", type=Path, required=True, help="the output folder")
     generate.add_argument("--zip", action="store_true", help="also write OUT.zip")
     generate.add_argument(
@@ -93,6 +100,13 @@ def run_aiapi(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.react_query and "typescript" not in languages:
+        print(
+            "headstart aiapi generate: --react-query adds hooks to the TypeScript client; "
+            f"add typescript to --lang (now {','.join(languages)})",
+            file=sys.stderr,
+        )
+        return 2
     try:
         kinds = parse_kinds(args.kinds)
     except ValueError as exc:
@@ -125,7 +139,7 @@ def run_aiapi(args: argparse.Namespace) -> int:
     try:
         result = generate_contract(
             document, args.out, languages, verify=args.verify, contract=args.verify, progress=say,
-            kinds=kinds,
+            kinds=kinds, react_query=args.react_query,
         )  # fmt: skip
     except ToolMissing as exc:
         print(f"headstart aiapi generate: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ from pathlib import Path
 from server import __version__
 from server.aiapi.job_report import JobReport
 from server.aiapi.pipeline import ContractResult, write_zip
+from server.aiapi.typescript_react_query import HOOKS_FILE
 
 LOCAL_VERIFY = Path(__file__).with_name("local_verify.py")
 
@@ -95,5 +96,18 @@ def readme(result: ContractResult, report: JobReport, source: str) -> str:
             "as api:",
             "    ...  # one method per operation, typed by the document's schemas",
             "```",
+        ]
+    typescript = next(
+        (e.folder for e in result.languages if e.language == "typescript" and e.folder), None
+    )
+    if typescript is not None and (typescript / HOOKS_FILE).exists():
+        folder = typescript.relative_to(result.out).as_posix()
+        lines += [
+            "",
+            "## Use (TypeScript, React Query)",
+            "",
+            f"`{folder}/{HOOKS_FILE.as_posix()}` has TanStack React Query options for each "
+            "operation (`useQuery(<operation>Options(...))`, "
+            f"`useMutation(<operation>Mutation())`); `{folder}/README.md` shows them in use.",
         ]
     return "\n".join(lines) + "\n"

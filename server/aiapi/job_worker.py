@@ -53,6 +53,8 @@ class JobRequest(BaseModel):
     """Let the model write parts of the output (server/aiapi/model_writers.py)."""
     model_settings: str = "{}"
     """The service's own ServiceSettings.model_settings: never a request's."""
+    react_query: bool = False
+    """TanStack React Query options in the TypeScript client (typescript_react_query.py)."""
 
 
 class JobStopped(BaseException):
@@ -85,6 +87,8 @@ def run_job(folder: Path) -> JobReport:
             if "kinds" not in inspect.signature(generate_contract).parameters:
                 return JobReport(ok=False, error="this server generates clients only")
             options["kinds"] = tuple(request.kinds)
+        if request.react_query:
+            options["react_query"] = True
         try:
             result = generate_contract(
                 document,

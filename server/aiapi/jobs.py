@@ -134,6 +134,8 @@ class JobQueue:
         kinds: list[str],
         verify: bool,
         with_model: bool = False,
+        *,
+        react_query: bool = False,
     ) -> Job:
         limit = self.settings.max_running_per_key + self.settings.max_queued_per_key
         if self.active_for_key(key_id) >= limit:
@@ -146,6 +148,7 @@ class JobQueue:
             verify=verify,
             with_model=with_model,
             model_settings=self.settings.model_settings if with_model else "{}",
+            react_query=react_query,
             timeout_s=self.settings.job_timeout_s,
         )
         job = Job(job_id, owner, key_id, self.root / job_id, request)

@@ -6,6 +6,7 @@ language failing never hides the others' results.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import time
@@ -81,18 +82,20 @@ def generate_contract(
     check_timeout_s: float = 600,
     progress: Callable[[str], None] | None = None,
     kinds: tuple[str, ...] = ("client",),
+    react_query: bool = False,
 ) -> ContractResult:
     """Generate each language into out/<language>, replacing what was there, and check it.
 
     `kinds` (of KINDS) adds a server stub and/or a test skeleton beside each client (the
     client is always written: both build on it), checked with `verify` and served and run
-    with `contract` (server/aiapi/scaffold.py)."""
+    with `contract` (server/aiapi/scaffold.py). `react_query` adds TanStack React Query
+    options to the TypeScript client (server/aiapi/typescript_react_query.py)."""
     result = ContractResult(document, out)
     with ContractSession(document) as session:  # Prism starts at the first contract test
         for language in languages:
             _generate_language(
                 document, out, language, result, session, verify=verify, contract=contract,
-                check_timeout_s=check_timeout_s, progress=progress,
+                check_timeout_s=check_timeout_s, progress=progress, react_query=react_query,
             )  # fmt: skip
             if any(kind != "client" for kind in kinds):
                 result.scaffolds += generate_scaffolds(
@@ -113,6 +116,7 @@ def _generate_language(
     contract: bool,
     check_timeout_s: float,
     progress: Callable[[str], None] | None,
+    react_query: bool = False,
 ) -> None:
     """One language of generate_contract: generate, check, call against the mock."""
     folder = out / language
@@ -120,9 +124,12 @@ def _generate_language(
         shutil.rmtree(folder)
     entry = LanguageResult(language)
     result.languages.append(entry)
+    generator = GENERATORS[language]
+    if language == "typescript" and react_query:
+        generator = functools.partial(generate_typescript, react_query=True)
     started = time.perf_counter()
     try:
-        entry.folder = GENERATORS[language](document, folder)
+        entry.folder = generator(document, folder)
     except GeneratorError as exc:
         entry.generate_error = str(exc)
     except Exception as exc:  # a generator's crash is this language's failure, not ours

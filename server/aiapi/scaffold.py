@@ -30,7 +30,7 @@ from server.aiapi.contract import ContractTestResult
 from server.aiapi.document import ContractDocument
 from server.aiapi.python_client import package_name
 from server.aiapi.tools import GeneratorError, ToolMissing, node_tool, tools_folder
-from server.aiapi.verify import CheckResult, _run, check_python
+from server.aiapi.verify import CheckResult, _run, check_python, typescript_module_paths
 
 KINDS = ("client", "server", "tests")
 WHAT = {"server": "server stub", "tests": "test skeleton"}
@@ -192,7 +192,7 @@ def check_typescript_part(folder: Path, timeout_s: float = 600) -> CheckResult:
             "@types/node and vitest are not installed: run server/aiapi/install_tools.sh",
         )
     tsc = node_tool("tsc")
-    zod = tools_folder() / "aiapi-node" / "node_modules" / "zod"
+    paths = {**typescript_module_paths(), "vitest": [str(scaffold / "vitest")]}
     with tempfile.TemporaryDirectory(prefix="headstart-tsc-") as scratch:
         config = Path(scratch) / "tsconfig.json"
         config.write_text(
@@ -200,7 +200,7 @@ def check_typescript_part(folder: Path, timeout_s: float = 600) -> CheckResult:
                 {
                     "extends": str((module / "tsconfig.json").resolve()),
                     "compilerOptions": {
-                        "paths": {"zod": [str(zod)], "vitest": [str(scaffold / "vitest")]},
+                        "paths": paths,
                         "typeRoots": [str(scaffold / "@types")],
                         "types": ["node"],
                     },

@@ -64,6 +64,7 @@ GENERATE_BODY: dict[str, Any] = {
                     "kinds": {"type": "string"},
                     "verify": {"type": "boolean"},
                     "with_model": {"type": "boolean"},
+                    "react_query": {"type": "boolean"},
                 },
             }
         },
@@ -92,6 +93,7 @@ class JobView(BaseModel):
     with_model: bool = Field(
         False, description="Whether the model wrote docstrings and comments (model_parts)"
     )
+    react_query: bool = Field(description="Whether the TypeScript client has React Query options")
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -223,7 +225,10 @@ OwnedJob = Annotated[Job, Depends(_owned_job)]
         **ERRORS,
         400: {"model": ErrorDetail, "description": "No document in the request"},
         413: {"model": ErrorDetail, "description": "The body is over the size limit"},
-        422: {"model": ErrorDetail, "description": "An unknown language or kind"},
+        422: {
+            "model": ErrorDetail,
+            "description": "An unknown language or kind, or react_query without typescript",
+        },
         429: {"model": ErrorDetail, "description": "This key's queue is full: see Retry-After"},
     },
     openapi_extra={"requestBody": GENERATE_BODY},
@@ -257,6 +262,14 @@ async def generate(
             "service's own: a request cannot name one)"
         ),
     ] = False,
+    react_query: Annotated[
+        bool,
+        Query(
+            description="Also write TanStack React Query options for each operation into the "
+            "TypeScript client (openapi-ts's @tanstack/react-query plugin); needs typescript "
+            "among the languages"
+        ),
+    ] = False,
 ) -> JobCreated:
     settings: ServiceSettings = request.app.state.settings
     body = await _read_body(request, settings.max_body_bytes)
@@ -274,18 +287,26 @@ async def generate(
             verify = form["verify"].strip().lower() in ("1", "true", "yes", "on")
         if isinstance(form.get("with_model"), str):
             with_model = form["with_model"].strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(form.get("react_query"), str):
+            react_query = form["react_query"].strip().lower() in ("1", "true", "yes", "on")
     if not body.strip():
         raise HTTPException(400, "no document: send it as the body or as a `document` part")
+    chosen = _split(languages, LANGUAGES, LANGUAGES, "language")
+    if react_query and "typescript" not in chosen:
+        raise HTTPException(
+            422, "react_query adds hooks to the TypeScript client: add typescript to languages"
+        )
     try:
         job = await _jobs(request).submit(
             who.user,
             who.key_id,
             body,
             _document_name(filename, body, content_type),
-            _split(languages, LANGUAGES, LANGUAGES, "language"),
+            chosen,
             _split(kinds, KINDS, DEFAULT_KINDS, "kind"),
             verify,
             with_model=with_model,
+            react_query=react_query,
         )
     except QueueFull as exc:
         headers = {"Retry-After": str(exc.retry_after_s)}
@@ -314,6 +335,7 @@ async def get_job(request: Request, job: OwnedJob) -> JobView:
         kinds=job.request.kinds,
         verify=job.request.verify,
         with_model=job.request.with_model,
+        react_query=job.request.react_query,
         created_at=datetime.fromtimestamp(job.created_at, UTC),
         started_at=_timestamp(job.started_at),
         finished_at=_timestamp(job.finished_at),

@@ -20,6 +20,11 @@ from server.aiapi.document import ContractDocument
 from server.aiapi.naming import comment_text
 from server.aiapi.python_client import header
 from server.aiapi.tools import GeneratorError, node_tool
+from server.aiapi.typescript_react_query import (
+    REACT_QUERY_PLUGIN,
+    REACT_QUERY_RANGE,
+    react_query_readme,
+)
 
 ZOD_RANGE = "^4.1.12"
 
@@ -38,8 +43,12 @@ TSCONFIG = {
 }
 
 
-def generate_typescript(document: ContractDocument, out: Path, timeout_s: float = 300) -> Path:
-    """Write src/, package.json and tsconfig.json under `out`; return `out`."""
+def generate_typescript(
+    document: ContractDocument, out: Path, timeout_s: float = 300, *, react_query: bool = False
+) -> Path:
+    """Write src/, package.json and tsconfig.json under `out`; return `out`. With
+    `react_query`, also TanStack React Query options (server/aiapi/typescript_react_query.py)
+    and a README that shows them."""
     openapi_ts = node_tool("openapi-ts")
     prettier = node_tool("prettier")
     out.mkdir(parents=True, exist_ok=True)
@@ -79,6 +88,7 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
                 # hands the request validator a Headers object, so every operation with a
                 # required header parameter would fail before it is sent (Azure's If-Match)
                 {"name": "@hey-api/sdk", "validator": {"request": False, "response": "zod"}},
+                *([REACT_QUERY_PLUGIN] if react_query else []),
             ],
             "logs": {"file": False, "level": "silent"},
         }
@@ -109,6 +119,10 @@ def generate_typescript(document: ContractDocument, out: Path, timeout_s: float 
         "main": "src/index.ts",
         "dependencies": {"zod": ZOD_RANGE},
     }
+    if react_query:
+        package["dependencies"] = {REACT_QUERY_PLUGIN: REACT_QUERY_RANGE, "zod": ZOD_RANGE}
+        readme = react_query_readme(str(package["name"]), document.title, out)
+        (out / "README.md").write_text(readme, encoding="utf-8")
     (out / "package.json").write_text(json.dumps(package, indent=2) + "\n", encoding="utf-8")
     (out / "tsconfig.json").write_text(json.dumps(TSCONFIG, indent=2) + "\n", encoding="utf-8")
     formatted = subprocess.run(

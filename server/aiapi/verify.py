@@ -41,16 +41,23 @@ def check_python(package: Path, timeout_s: float = 600) -> CheckResult:
         return _run("python", "mypy --strict", command, package.parent, timeout_s)
 
 
+def typescript_module_paths() -> dict[str, list[str]]:
+    """tsconfig `paths` to the packages a generated client imports (zod, and
+    @tanstack/react-query when it has hooks), from .tools/aiapi-node: the output stays
+    without a node_modules of its own."""
+    modules = tools_folder() / "aiapi-node" / "node_modules"
+    return {name: [str(modules / name)] for name in ("zod", "@tanstack/react-query")}
+
+
 def check_typescript(folder: Path, timeout_s: float = 600) -> CheckResult:
     tsc = node_tool("tsc")
-    zod = tools_folder() / "aiapi-node" / "node_modules" / "zod"
     with tempfile.TemporaryDirectory(prefix="headstart-tsc-") as scratch:
         config = Path(scratch) / "tsconfig.json"
         config.write_text(
             json.dumps(
                 {
                     "extends": str((folder / "tsconfig.json").resolve()),
-                    "compilerOptions": {"paths": {"zod": [str(zod)]}, "types": []},
+                    "compilerOptions": {"paths": typescript_module_paths(), "types": []},
                     "include": [str((folder / "src").resolve() / "**" / "*.ts")],
                 }
             ),
