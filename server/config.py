@@ -376,6 +376,18 @@ class ContractSettings(_Section):
     )
 
 
+class AiapiSettings(_Section):
+    """Code generated from API contracts in the editor (docs/aiapi.md "Model-written parts")."""
+
+    with_model: bool = Field(
+        False,
+        description="Let the backend's model write the generated clients' docstrings and doc "
+        "comments (and the Python client's README) when a generate action runs: each piece "
+        "goes in only when the generator's own checks pass with it, else the generated text "
+        "stays. Asked at the refactor priority; the action takes longer.",
+    )
+
+
 class LogSettings(_Section):
     """What the server logs, to the editor and optionally to a file."""
 
@@ -448,6 +460,7 @@ class Settings(_Section):
     completion: CompletionSettings = Field(default_factory=CompletionSettings)  # type: ignore[arg-type]
     refactor: RefactorSettings = Field(default_factory=RefactorSettings)  # type: ignore[arg-type]
     contracts: ContractSettings = Field(default_factory=ContractSettings)  # type: ignore[arg-type]
+    aiapi: AiapiSettings = Field(default_factory=AiapiSettings)  # type: ignore[arg-type]
     log: LogSettings = Field(default_factory=LogSettings)  # type: ignore[arg-type]
     cache_dir: str | None = Field(None, description="Project cache directory.")
 

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 if TYPE_CHECKING:
     from pebble import ProcessPool
 
+    from server.aiapi.model_parts import ModelOptions
+
 log = logging.getLogger(__name__)
 
 GENERATED_FOLDER: Final = "generated"
@@ -201,6 +203,8 @@ class Generated:
     files: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     error: str | None = None
+    model_summary: str | None = None
+    """With aiapi.withModel: what the model's pieces came to (ModelReport.summary)."""
 
 
 def _problems(error: Any) -> list[Problem]:
@@ -224,7 +228,7 @@ def check_text(path: str, text: str) -> list[Problem]:
     return []
 
 
-def generate_files(path: str, target_name: str) -> Generated:
+def generate_files(path: str, target_name: str, model: ModelOptions | None = None) -> Generated:
     """Run the pipeline on the saved document into a folder of its own, then read back
     every file it wrote, as `headstart aiapi generate` would have left them."""
     from server.aiapi.document import ContractError, load_document
@@ -247,6 +251,12 @@ def generate_files(path: str, target_name: str) -> Generated:
         errors += [entry.generate_error for entry in result.scaffolds if entry.generate_error]
         if errors:
             return Generated(title=title, error="\n".join(errors))
+        summary = None
+        if model is not None:  # the model's pieces over what was generated, checked
+            from server.aiapi.model_writers import write_model_parts
+
+            reports = write_model_parts(document, out, (target.language,), model)
+            summary = "\n".join(report.summary() for report in reports)
         files = {}
         for written in sorted(p for p in out.rglob("*") if p.is_file()):
             name = written.relative_to(out).as_posix()
@@ -254,7 +264,7 @@ def generate_files(path: str, target_name: str) -> Generated:
                 files[name] = written.read_bytes().decode("utf-8")
             except UnicodeDecodeError:
                 return Generated(title=title, error=f"{name} is not UTF-8 text")
-    return Generated(title=title, files=files)
+    return Generated(title=title, files=files, model_summary=summary)
 
 
 def _start_worker() -> None:
@@ -305,12 +315,20 @@ class ContractWorkers:
         future = checker.schedule(check_text, args=(path, text), timeout=CHECK_TIMEOUT_S)
         return await asyncio.wrap_future(future)
 
-    async def generate(self, path: str, target: Target, timeout_s: float) -> Generated:
+    async def generate(
+        self, path: str, target: Target, timeout_s: float, model: ModelOptions | None = None
+    ) -> Generated:
         """Generate `target` for the saved document at `path`, in a worker of its own.
-        Cancelling the caller stops the worker (and the generators it runs)."""
+        Cancelling the caller stops the worker (and the generators it runs). With `model`,
+        the worker then asks it for the model-written parts (server.aiapi.model_writers)."""
         pool = self._pool(1)
         try:
-            future = pool.schedule(generate_files, args=(path, target.name), timeout=timeout_s)
+            future = pool.schedule(
+                generate_files,
+                args=(path, target.name),
+                kwargs={"model": model},
+                timeout=timeout_s,
+            )
             return await asyncio.wrap_future(future)
         finally:
             await asyncio.to_thread(_stop, pool)

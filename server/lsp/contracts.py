@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Awaitable
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -47,6 +47,9 @@ from server.features.contracts import (
 )
 from server.lsp.features import RefactorFailed, document_of
 from server.lsp.language_server import HeadstartServer
+
+if TYPE_CHECKING:
+    from server.aiapi.model_parts import ModelOptions
 
 log = logging.getLogger(__name__)
 
@@ -334,19 +337,44 @@ async def generate_command(
                       types.MessageType.Warning)  # fmt: skip
     if open_contracts.generating.locked():
         log.info("%s waits for the generation before it", title)
+    model = model_options_of(ls)
     async with open_contracts.generating:
         generated = await _with_progress(
             ls,
             title,
-            open_contracts.workers.generate(str(path), target, ls.settings.contracts.timeout_s),
+            open_contracts.workers.generate(
+                str(path), target, ls.settings.contracts.timeout_s, model
+            ),
+            "generating" if model is None else "generating, then the model's parts",
         )
     folder = path.parent / GENERATED_FOLDER
     _refuse_failed(ls, title, path, generated)
     plan = await asyncio.to_thread(contracts.plan_files, folder, generated.files)
-    return await _apply(ls, title, path, target, generated, plan)
+    summary = await _apply(ls, title, path, target, generated, plan)
+    if generated.model_summary is not None:
+        summary["modelParts"] = generated.model_summary
+        log.info("%s: %s", title, generated.model_summary)
+    return summary
 
 
-async def _with_progress(ls: HeadstartServer, title: str, job: Awaitable[T]) -> T:
+def model_options_of(ls: HeadstartServer) -> ModelOptions | None:
+    """With aiapi.withModel, how the generate worker asks for the model-written parts:
+    the backend the server already uses (its local vLLM's URL in local mode) and its
+    key, with the refactor actions' time limit. None without the setting."""
+    if not ls.settings.aiapi.with_model:
+        return None
+    from server.aiapi.model_parts import ModelOptions
+
+    return ModelOptions(
+        ls.backend.settings,
+        ls.settings.api_key(),
+        request_timeout_s=ls.settings.refactor.timeout_ms / 1000,
+    )
+
+
+async def _with_progress(
+    ls: HeadstartServer, title: str, job: Awaitable[T], doing: str = "generating"
+) -> T:
     """Await `job` with cancellable work-done progress where the client shows it; a
     cancel from the progress UI stops the job's worker."""
     task = asyncio.ensure_future(job)
@@ -362,7 +390,7 @@ async def _with_progress(ls: HeadstartServer, title: str, job: Awaitable[T]) -> 
     cancelled_by_user = False
     if show:
         ls.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="generating")
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True, message=doing)
         )
         future = ls.work_done_progress.tokens.get(token)
         if future is not None:
@@ -384,7 +412,7 @@ async def _with_progress(ls: HeadstartServer, title: str, job: Awaitable[T]) -> 
             if show:
                 seconds = time.monotonic() - started
                 ls.work_done_progress.report(
-                    token, types.WorkDoneProgressReport(message=f"generating ({seconds:.0f} s)")
+                    token, types.WorkDoneProgressReport(message=f"{doing} ({seconds:.0f} s)")
                 )
         result = task.result()
         outcome = "done"
