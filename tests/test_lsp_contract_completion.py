@@ -3,7 +3,8 @@
 A workspace holds a small pet store document and Python files calling it with httpx;
 the editor asks for completions inside those calls, and the fake model's request log
 shows what the prompt carried: the called operation's parameters and schemas, nothing
-for a path the document does not have, and completions unharmed by a broken document."""
+for a path the document does not have, completions unharmed by a broken document, and
+nothing from a document whose `$ref`s lead outside the workspace or to a URL."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ paths:
           description: recorded
           content:
             application/json:
-              schema: {$ref: "https://example.com/remote.yaml#/Never"}
+              schema: {$ref: "schemas/receipt.yaml#/Receipt"}
 components:
   schemas:
     Pet:
@@ -117,6 +118,8 @@ async def test_a_call_to_a_documented_path_carries_its_operation(
 ) -> None:
     (workspace / "api").mkdir()
     (workspace / "api" / "petstore.yaml").write_text(PETSTORE)
+    (workspace / "api" / "schemas").mkdir()
+    (workspace / "api" / "schemas" / "receipt.yaml").write_text("Receipt: {type: object}\n")
     fake.script([{"match": "", "text": "json={}\n"}])
     await start_session(fresh, "vscode", workspace, fast_settings(fake.url))
     await wait_for_log(fresh, "indexed ", timeout=10)
@@ -130,7 +133,7 @@ async def test_a_call_to_a_documented_path_carries_its_operation(
     assert "X-Clinic-Token (header, string, required)" in prompt
     assert 'vaccine: "rabies"|"distemper"' in prompt
     assert "batchNumber?: string" in prompt
-    assert "response 201: Never" in prompt  # a remote $ref is named, never fetched
+    assert "response 201: Receipt" in prompt  # a ref to a file inside is named, not read
     assert "GET /pets:" not in prompt  # only the operation called
 
     fake.reset()
@@ -187,3 +190,43 @@ async def test_a_broken_document_does_not_hurt_completions(
     assert "def add() -> None:" in prompt
     assert "GET /pets:\n  operationId: listPets" in prompt  # the valid document still counts
     assert prompt.count("operationId") == 1
+
+
+async def test_a_document_with_refs_outside_the_workspace_stays_out_of_prompts(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """The document is a repository's: its `$ref` to a file of the user's (holding a
+    secret) and to a URL are refused, so none of it reaches the model."""
+    planted = "PLANTED-SECRET-51c9"
+    outside = workspace.parent / "home"
+    outside.mkdir()
+    (outside / "credentials.yaml").write_text(
+        f"Vaccination: {{type: object, description: 'aws_secret_access_key = {planted}'}}\n"
+    )
+    leaky = PETSTORE.replace(
+        '$ref: "#/components/schemas/Vaccination"',
+        '$ref: "../../home/credentials.yaml#/Vaccination"',
+    ).replace('$ref: "schemas/receipt.yaml#/Receipt"', '$ref: "https://attacker.example/r.yaml"')
+    (workspace / "api").mkdir()
+    (workspace / "api" / "petstore.yaml").write_text(leaky)
+    fake.script([{"match": "", "text": "json={}\n"}])
+    await start_session(fresh, "vscode", workspace, fast_settings(fake.url))
+    await wait_for_log(fresh, "indexed ", timeout=10)
+
+    assert await ask(fresh, workspace / "clinic.py", CALL) == "json={}"
+    [prompt] = prompts(fake)
+    assert planted not in prompt
+    assert "recordVaccination" not in prompt and "petstore.yaml" not in prompt
+    left_out = [m for m in fresh.log_messages if "left out of completion" in m.message]
+    assert len(left_out) == 1, left_out
+    assert left_out[0].type == types.MessageType.Info
+    assert "api/petstore.yaml" in left_out[0].message
+    assert "$ref '../../home/credentials.yaml#/Vaccination' is refused" in left_out[0].message
+    assert fresh.messages == []  # logged, no pop-up
+
+    fake.reset()
+    fake.script([{"match": "", "text": "json={}\n"}])
+    assert await ask(fresh, workspace / "clinic2.py", CALL) == "json={}"
+    [prompt] = prompts(fake)
+    assert planted not in prompt and "recordVaccination" not in prompt
+    assert len([line for line in logs(fresh).splitlines() if "left out of completion" in line]) == 1

@@ -297,7 +297,7 @@ async def test_diagnostics_never_fetch_a_ref_to_a_url(editor: LanguageClient, ap
         uri = open_document(editor, api / "remote.yaml", text, language_id="yaml")
         (problem,) = await diagnostics_of(editor, uri, bool)
         web.shutdown()
-    assert f"cannot resolve the document: {remote}" in problem.message
+    assert f"$ref '{remote}' is refused: it is a URL (http:)" in problem.message
     assert hits == []
 
 
@@ -448,3 +448,143 @@ async def test_a_missing_tool_unsaved_changes_huge_and_binary_documents(
         await wait_for_log(client, "larger than 2000 characters (contracts.maxDocumentBytes)")
         await asyncio.sleep(0.5)  # past the diagnostics delay
         assert blob not in client.diagnostics and big not in client.diagnostics
+
+
+# --- $refs the editor does not follow (server.aiapi.local_refs) --------------------------------
+
+PLANTED = "PLANTED-SECRET-7f3a"
+LEAKY = """\
+openapi: 3.0.3
+info: {title: Leaky, version: "1.0.0"}
+paths:
+  /keys:
+    get:
+      operationId: listKeys
+      responses:
+        "200":
+          description: the keys
+          content:
+            application/json:
+              schema:
+                $ref: "../outside/credentials.yaml#/Credentials"
+  /remote:
+    get:
+      operationId: getRemote
+      responses:
+        "200":
+          description: remote
+          content:
+            application/json:
+              schema:
+                $ref: "https://attacker.example/x.yaml#/X"
+  /local:
+    get:
+      operationId: getLocal
+      responses:
+        "200":
+          description: local
+          content:
+            application/json:
+              schema:
+                $ref: "RECORDER"
+"""
+SPLIT = """\
+openapi: 3.0.3
+info: {title: Split, version: "1.0.0"}
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      responses:
+        "200":
+          description: the pets
+          content:
+            application/json:
+              schema:
+                $ref: "schemas/pet.yaml#/Pet"
+"""
+PET = """\
+Pet:
+  type: array
+  items: {type: string}
+"""
+
+
+def plant_secret(outside: Path) -> None:
+    """A file outside the workspace that a resolver would read into the document."""
+    outside.mkdir(exist_ok=True)
+    (outside / "credentials.yaml").write_text(
+        "Credentials:\n  type: object\n"
+        f"  description: 'aws_secret_access_key = {PLANTED}'\n"
+        f"  properties:\n    key: {{type: string, default: '{PLANTED}'}}\n"
+    )
+
+
+def line_of(text: str, needle: str) -> int:
+    """The 0-based line of the first line holding `needle`."""
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+async def test_refs_outside_the_workspace_or_to_urls_are_refused_unread(
+    editor: LanguageClient, api: Path, tmp_path: Path
+) -> None:
+    plant_secret(tmp_path / "outside")
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"type: object\n")
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder) as web:
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        remote = f"http://127.0.0.1:{web.server_address[1]}/x.yaml"
+        text = LEAKY.replace("RECORDER", remote)
+        (api / "leaky.yaml").write_text(text)
+        uri = open_document(editor, api / "leaky.yaml", language_id="yaml")
+        found = await diagnostics_of(editor, uri, bool)
+
+        # the generate actions say why, and read and write nothing
+        with pytest.raises(JsonRpcException) as failed:
+            await generate(editor, uri, "client.python")
+        web.shutdown()
+    assert failed.value.code == REQUEST_FAILED
+    assert hits == []
+
+    by_line = {problem.range.start.line: problem.message for problem in found}
+    assert sorted(by_line) == [
+        line_of(text, "../outside/credentials.yaml"),
+        line_of(text, "https://attacker.example"),
+        line_of(text, remote),
+    ]
+    outside = by_line[line_of(text, "../outside/credentials.yaml")]
+    assert "$ref '../outside/credentials.yaml#/Credentials' is refused" in outside
+    assert f"resolves outside the workspace folder {api}" in outside
+    assert "it is a URL (https:)" in by_line[line_of(text, "https://attacker.example")]
+    assert "it is a URL (http:)" in by_line[line_of(text, remote)]
+    assert all(PLANTED not in message for message in by_line.values())
+
+    shown = await wait_for_shown(editor, "has $refs Headstart does not follow")
+    assert "leaky.yaml" in shown and "nothing generated" in shown
+    assert f"line {line_of(text, '../outside/credentials.yaml') + 1}" in shown
+    assert PLANTED not in shown
+    assert editor.applied == []  # type: ignore[attr-defined]
+    assert not (api / "generated").exists()
+    assert all(PLANTED.encode() not in data for data in tree_bytes(api).values())
+
+
+async def test_a_relative_ref_inside_the_workspace_is_followed(
+    editor: LanguageClient, api: Path
+) -> None:
+    (api / "schemas").mkdir()
+    (api / "schemas" / "pet.yaml").write_text(PET)
+    (api / "split.yaml").write_text(SPLIT)
+    uri = open_document(editor, api / "split.yaml", language_id="yaml")
+    await asyncio.sleep(0.5)  # past the diagnostics delay
+    assert await diagnostics_of(editor, uri, lambda found: True) == []
+    summary = await generate(editor, uri, "client.python")
+    assert summary["applied"]
+    client = tree_bytes(api / "generated" / "python")["split_client/client.py"].decode()
+    assert "def list_pets(self) -> list[str]:" in client  # the type schemas/pet.yaml gives

@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -50,6 +50,19 @@ _NAME_BEFORE = re.compile(r"([A-Za-z_$][\w$.]*)\s*$")
 _SCHEME_HOST = re.compile(r"^[a-zA-Z][\w+.-]*://[^/]*")
 
 
+ReferenceCheck = Callable[[Path, str, Path], str | None]
+"""Why a document (its path, its text, the workspace root) stays out of prompts because of
+a `$ref` the editor does not follow, or None. server.aiapi.local_refs holds the policy;
+this layer sits below it, so the layer above hands the check down (`check_references_with`)."""
+_reference_check: ReferenceCheck | None = None
+
+
+def check_references_with(check: ReferenceCheck) -> None:
+    """Leave out of prompts every document `check` refuses (set once, by the server)."""
+    global _reference_check
+    _reference_check = check
+
+
 def operation_key(name: str) -> str:
     """`showPetById`, `show_pet_by_id` and `ShowPetByID` all as `showpetbyid`."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
@@ -71,6 +84,7 @@ class ContractIndex:
         operations: 60-110 us a request on PyGithub's code, 420 us comparing with all)."""
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._refused_logged: set[str] = set()
 
     def refresh(self) -> int:
         """Parse the documents that are new or changed since the last refresh; how many
@@ -178,6 +192,13 @@ class ContractIndex:
         if text is None:
             text = _read(index.root, path)
         if text is None or not looks_like_openapi(text[:HEAD_CHARS]):
+            return None
+        check = _reference_check
+        refused = check(index.root / path, text, index.root) if check is not None else None
+        if refused is not None:
+            if path not in self._refused_logged:  # once: no pop-up, and no line per change
+                self._refused_logged.add(path)
+                log.info("OpenAPI document %s left out of completion prompts: %s", path, refused)
             return None
         try:
             contract = summarise(text, json_text=language == "json")

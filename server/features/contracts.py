@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 if TYPE_CHECKING:
     from pebble import ProcessPool
 
+    from server.aiapi.local_refs import ReferencePolicy
     from server.aiapi.model_parts import ModelOptions
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ budget (GitHub's takes 25 s of CPU, minutes of a niced worker on a busy machine)
 CHECKS_PER_WORKER: Final = 20
 """The validation worker is replaced after this many documents: a large one leaves its
 memory with the process."""
-NO_NETWORK: Final = "diagnostics do not fetch a $ref's URL (the generate actions do)"
+NO_NETWORK: Final = "diagnostics do not fetch a $ref's URL"
 HEAD_CHARS: Final = 65_536
 """Detection looks here first; the whole text only when the key is not in it."""
 BINARY_PROBE: Final = 8192
@@ -202,9 +203,18 @@ class Generated:
     title: str = ""
     files: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    refused: list[Problem] = field(default_factory=list)
+    """`$ref`s outside the workspace folder or to URLs (then nothing was read or made)."""
     error: str | None = None
     model_summary: str | None = None
     """With aiapi.withModel: what the model's pieces came to (ModelReport.summary)."""
+
+
+def reference_policy(workspace_folder: str | None) -> ReferencePolicy:
+    """What the editor follows (server.aiapi.local_refs.workspace_policy)."""
+    from server.aiapi.local_refs import workspace_policy
+
+    return workspace_policy(Path(workspace_folder) if workspace_folder is not None else None)
 
 
 def _problems(error: Any) -> list[Problem]:
@@ -217,25 +227,40 @@ def _problems(error: Any) -> list[Problem]:
     return problems
 
 
-def check_text(path: str, text: str) -> list[Problem]:
-    """The problems of an editor's buffer (none: a valid document)."""
+def check_text(path: str, text: str, workspace_folder: str | None = None) -> list[Problem]:
+    """The problems of an editor's buffer (none: a valid document). `$ref`s the editor
+    does not follow are its only problems: the validator would resolve them."""
     from server.aiapi.document import ContractError, load_text
+    from server.aiapi.local_refs import check_references
 
     try:
+        check_references(Path(path), reference_policy(workspace_folder), text)
         load_text(Path(path), text)
     except ContractError as exc:
         return _problems(exc)
     return []
 
 
-def generate_files(path: str, target_name: str, model: ModelOptions | None = None) -> Generated:
+def generate_files(
+    path: str,
+    target_name: str,
+    workspace_folder: str | None = None,
+    model: ModelOptions | None = None,
+    react_query: bool = False,
+) -> Generated:
     """Run the pipeline on the saved document into a folder of its own, then read back
-    every file it wrote, as `headstart aiapi generate` would have left them."""
+    every file it wrote, as `headstart aiapi generate` would have left them; nothing when
+    a `$ref` points outside `workspace_folder` or to a URL."""
     from server.aiapi.document import ContractError, load_document
+    from server.aiapi.local_refs import check_references
     from server.aiapi.pipeline import generate_contract
     from server.aiapi.tools import ToolMissing
 
     target = TARGETS[target_name]
+    try:
+        check_references(Path(path), reference_policy(workspace_folder))
+    except ContractError as exc:
+        return Generated(refused=_problems(exc))
     try:
         document = load_document(Path(path))
     except ContractError as exc:
@@ -244,7 +269,9 @@ def generate_files(path: str, target_name: str, model: ModelOptions | None = Non
     with tempfile.TemporaryDirectory(prefix="headstart-contract-") as staging:
         out = Path(staging)
         try:
-            result = generate_contract(document, out, (target.language,), kinds=(target.kind,))
+            result = generate_contract(
+                document, out, (target.language,), kinds=(target.kind,), react_query=react_query
+            )
         except ToolMissing as exc:
             return Generated(title=title, error=str(exc))
         errors = [entry.generate_error for entry in result.languages if entry.generate_error]
@@ -277,7 +304,7 @@ def _start_worker() -> None:
 def _start_checker() -> None:
     """A validation worker, which also never connects anywhere: a `$ref` to a URL in a
     document someone else wrote would otherwise be fetched each time typing pauses in it
-    (the generate actions, which the user runs, follow them, as the CLI does)."""
+    (check_text refuses such refs before validating; this is the second lock)."""
     _start_worker()
 
     def refuse(*args: object, **kwargs: object) -> NoReturn:
@@ -305,29 +332,37 @@ class ContractWorkers:
         context = multiprocessing.get_context("spawn")
         return ProcessPool(max_workers=1, max_tasks=max_tasks, initializer=start, context=context)
 
-    async def check(self, path: str, text: str) -> list[Problem]:
+    async def check(
+        self, path: str, text: str, workspace_folder: str | None = None
+    ) -> list[Problem]:
         """The document's problems. Raises TimeoutError past CHECK_TIMEOUT_S, and
         pebble's ProcessExpired when the worker dies (it is started again next time)."""
         with self._lock:
             if self._checker is None:
                 self._checker = self._pool(CHECKS_PER_WORKER, _start_checker)
             checker = self._checker
-        future = checker.schedule(check_text, args=(path, text), timeout=CHECK_TIMEOUT_S)
+        future = checker.schedule(
+            check_text, args=(path, text, workspace_folder), timeout=CHECK_TIMEOUT_S
+        )
         return await asyncio.wrap_future(future)
 
     async def generate(
-        self, path: str, target: Target, timeout_s: float, model: ModelOptions | None = None
+        self,
+        path: str,
+        target: Target,
+        timeout_s: float,
+        workspace_folder: str | None = None,
+        model: ModelOptions | None = None,
+        react_query: bool = False,
     ) -> Generated:
         """Generate `target` for the saved document at `path`, in a worker of its own.
         Cancelling the caller stops the worker (and the generators it runs). With `model`,
         the worker then asks it for the model-written parts (server.aiapi.model_writers)."""
         pool = self._pool(1)
         try:
+            arguments = (path, target.name, workspace_folder)
             future = pool.schedule(
-                generate_files,
-                args=(path, target.name),
-                kwargs={"model": model},
-                timeout=timeout_s,
+                generate_files, args=arguments, kwargs={"model": model, "react_query": react_query}, timeout=timeout_s
             )
             return await asyncio.wrap_future(future)
         finally:

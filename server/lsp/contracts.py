@@ -15,6 +15,10 @@ applies the files through `workspace/applyEdit` under `<document folder>/generat
 new files are created, identical ones left alone, and files whose content would change
 are replaced only after the user says so (window/showMessageRequest). Every failure is an
 error reply and a message that says why; nothing is written then.
+
+`$ref`s: the document may be a repository's, so both follow only refs inside it and
+relative files inside the workspace folder holding it (server.aiapi.local_refs); any other
+is a diagnostic at its line and makes the actions refuse, before anything is read.
 """
 
 from __future__ import annotations
@@ -183,8 +187,9 @@ class OpenContracts:
             return []
         path = uri_to_path(document.uri)
         name = str(path) if path is not None else PurePosixPath(document.uri).name
+        folder = workspace_folder_of(self.ls, path)
         started = time.perf_counter()
-        job = asyncio.ensure_future(self.workers.check(name, text))
+        job = asyncio.ensure_future(self.workers.check(name, text, folder))
         self.running[document.uri] = (time.monotonic(), job)
         try:
             problems = await job
@@ -337,13 +342,19 @@ async def generate_command(
                       types.MessageType.Warning)  # fmt: skip
     if open_contracts.generating.locked():
         log.info("%s waits for the generation before it", title)
+    workspace_folder = workspace_folder_of(ls, path)
     model = model_options_of(ls)
     async with open_contracts.generating:
         generated = await _with_progress(
             ls,
             title,
             open_contracts.workers.generate(
-                str(path), target, ls.settings.contracts.timeout_s, model
+                str(path),
+                target,
+                ls.settings.contracts.timeout_s,
+                workspace_folder,
+                model,
+                react_query=ls.settings.aiapi.react_query,
             ),
             "generating" if model is None else "generating, then the model's parts",
         )
@@ -438,6 +449,19 @@ async def _with_progress(
             ls.work_done_progress.tokens.pop(token, None)
 
 
+def workspace_folder_of(ls: HeadstartServer, path: Path | None) -> str | None:
+    """The innermost workspace folder holding the document: the only place its `$ref`s
+    may lead (server.aiapi.local_refs); None for a document outside every folder."""
+    if path is None:
+        return None
+    holding = [
+        root
+        for root in ls.workspace_roots()
+        if path.absolute().is_relative_to(root) or path.resolve().is_relative_to(root.resolve())
+    ]
+    return str(max(holding, key=lambda root: len(root.parts))) if holding else None
+
+
 def _cancelling() -> bool:
     current = asyncio.current_task()
     return current is not None and current.cancelling() > 0
@@ -445,6 +469,14 @@ def _cancelling() -> bool:
 
 def _refuse_failed(ls: HeadstartServer, title: str, path: Path, generated: Generated) -> None:
     """Raise with a message when the document did not validate or the generator failed."""
+    if generated.refused:
+        count = len(generated.refused)
+        first = generated.refused[0]
+        where = f"line {first.line}: " if first.line is not None else ""
+        more = f" (and {count - 1} more: see the problems of the document)" if count > 1 else ""
+        raise _failed(ls, title, f"{path.name} has $refs Headstart does not follow (outside "
+                      "the workspace folder, or URLs); nothing read, nothing generated. "
+                      f"{where}{first.describe()}{more}")  # fmt: skip
     if generated.problems:
         count = len(generated.problems)
         first = generated.problems[0]

@@ -67,10 +67,24 @@ class BufferFirst(Mapping[str, str]):
         return len(self.queue.texts)
 
 
+def refused_contract(path: Path, text: str, root: Path) -> str | None:
+    """The first `$ref` of a workspace's OpenAPI document that the editor does not follow
+    (outside `root`, or a URL), as one line; None when it follows them all."""
+    from server.aiapi.local_refs import refused_references, workspace_policy
+
+    policy = workspace_policy(root)
+    refused = refused_references(path, policy, text)
+    if not refused:
+        return None
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    return refused[0].message(policy) + more
+
+
 class ProjectCache:
     """Every workspace root's index, queue and context builder, and the open buffers."""
 
     def __init__(self) -> None:
+        contracts.check_references_with(refused_contract)
         self.roots: dict[Path, Root] = {}
         self.buffers: dict[Path, str] = {}
         """The text of every open document with a local path, by absolute path."""
