@@ -27,6 +27,10 @@ from server.aiapi.typescript_react_query import (
 )
 
 ZOD_RANGE = "^4.1.12"
+# The media types the fetch client reads as a Blob: openapi-ts' list lacks font/ and model/,
+# so it parsed jellyfin's font/* answer as JSON and threw
+OPENAPI_TS_BINARY = "['application/', 'audio/', 'image/', 'video/']"
+BINARY_MEDIA = "['application/', 'audio/', 'font/', 'image/', 'model/', 'video/']"
 
 TSCONFIG = {
     "compilerOptions": {
@@ -109,7 +113,8 @@ def generate_typescript(
             raise GeneratorError("typescript", "openapi-ts failed", done.stdout + done.stderr)
     top = f"// {header(document, 'A typed fetch client')}\n"
     for path in sorted(source.rglob("*.ts")):
-        path.write_text(top + path.read_text(encoding="utf-8"), encoding="utf-8")
+        text = path.read_text(encoding="utf-8").replace(OPENAPI_TS_BINARY, BINARY_MEDIA)
+        path.write_text(top + text, encoding="utf-8")
     package = {
         "name": _package_name(document),
         "version": "0.0.0",
