@@ -187,13 +187,7 @@ def _write_model_parts(
     say: Callable[[str], None],
 ) -> None:
     """The model-written parts over what was generated (a report line per language)."""
-    from server.aiapi.model_go import write_go_parts
-    from server.aiapi.model_python import write_python_parts
-    from server.aiapi.model_typescript import write_typescript_parts
+    from server.aiapi.model_writers import write_model_parts
 
-    if "python" in languages:
-        say(write_python_parts(document, out, options, progress=say).summary())
-    if "go" in languages:
-        say(write_go_parts(document, out, options, progress=say).summary())
-    if "typescript" in languages:
-        say(write_typescript_parts(document, out, options, progress=say).summary())
+    for report in write_model_parts(document, out, languages, options, progress=say):
+        say(report.summary())
