@@ -185,3 +185,95 @@ def test_patterns_javascript_cannot_compile_do_not_break_the_typescript(tmp_path
     assert "XDigit" not in zod
     assert "\\x09\\x0A\\x0D" in zod
     assert "/^[A-Z]{3}$/" in zod
+
+
+SPLIT = """\
+openapi: 3.0.3
+info: {title: Split, version: "1.0.0"}
+paths:
+  /names:
+    get:
+      operationId: listNames
+      responses:
+        "200":
+          description: the names
+          content:
+            application/json:
+              schema:
+                $ref: "REF"
+"""
+NAMES = "Names:\n  type: array\n  items: {type: string}\n"
+
+
+def split_document(folder: Path, ref: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    document = folder / "split.yaml"
+    document.write_text(SPLIT.replace("REF", ref))
+    return document
+
+
+def test_refs_outside_the_documents_folder_or_to_urls_are_refused_with_their_lines(
+    tmp_path: Path,
+) -> None:
+    planted = "PLANTED-SECRET-c0de"
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "credentials.yaml").write_text(
+        f"Names: {{type: array, items: {{type: string, default: '{planted}'}}}}\n"
+    )
+    document = split_document(tmp_path / "repo", "../home/credentials.yaml#/Names")
+    text = document.read_text().replace(
+        "paths:\n",
+        'paths:\n  /remote:\n    $ref: "https://attacker.example/paths.yaml#/remote"\n',
+    )
+    document.write_text(text)
+    lines = text.splitlines()
+    outside = next(i for i, line in enumerate(lines, 1) if "../home/credentials.yaml" in line)
+    remote = next(i for i, line in enumerate(lines, 1) if "https://attacker.example" in line)
+
+    done = headstart("aiapi", "generate", document, "--lang", "python", "--out", tmp_path / "out")
+    assert done.returncode == 2, done.stderr
+    assert "refused: 2 $refs outside the document's folder or to a URL" in done.stderr
+    assert (
+        f"split.yaml:{outside}: #/paths/~1names/get/responses/200/content/application~1json/"
+        "schema/$ref: $ref '../home/credentials.yaml#/Names' is refused: it resolves outside "
+        "the document's folder" in done.stderr
+    )
+    assert f"split.yaml:{remote}: #/paths/~1remote/$ref: $ref 'https://attacker.example/" in (
+        done.stderr
+    )
+    assert "it is a URL (https:)" in done.stderr
+    assert done.stderr.count("(--allow-outside-refs follows it)") == 2
+    assert planted not in done.stderr + done.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_allow_outside_refs_follows_them_as_before(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "names.yaml").write_text(NAMES)
+    document = split_document(tmp_path / "repo", "../shared/names.yaml#/Names")
+    out = tmp_path / "out"
+    refused = headstart("aiapi", "generate", document, "--lang", "python", "--out", out)
+    assert refused.returncode == 2 and "--allow-outside-refs" in refused.stderr
+    done = headstart(
+        "aiapi", "generate", document, "--lang", "python", "--kinds", "client", "--out", out,
+        "--allow-outside-refs",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    client = (out / "python" / "split_client" / "client.py").read_text()
+    assert "def list_names(self) -> list[str]:" in client  # the type shared/names.yaml gives
+
+    help_text = headstart("aiapi", "generate", "--help").stdout
+    assert "--allow-outside-refs" in help_text and "URLs" in help_text
+
+
+def test_a_multi_file_document_beside_it_generates_by_default(tmp_path: Path) -> None:
+    document = split_document(tmp_path / "repo", "schemas/names.yaml#/Names")
+    (tmp_path / "repo" / "schemas").mkdir()
+    (tmp_path / "repo" / "schemas" / "names.yaml").write_text(NAMES)
+    out = tmp_path / "out"
+    done = headstart(
+        "aiapi", "generate", document, "--lang", "python", "--kinds", "client", "--out", out
+    )
+    assert done.returncode == 0, done.stderr
+    client = (out / "python" / "split_client" / "client.py").read_text()
+    assert "def list_names(self) -> list[str]:" in client

@@ -2,7 +2,8 @@
 --out DIR [--zip] [--verify]`.
 
 Exit codes: 0 generated (and, with --verify, every checker passed); 1 a generator or a
-checker failed; 2 the document is invalid (each problem printed as FILE:LINE: path:
+checker failed; 2 the document is invalid, or a `$ref` of it points outside its folder or
+to a URL and --allow-outside-refs was not given (each problem printed as FILE:LINE: path:
 message); 3 a tool is missing (the message says how to install it).
 """
 
@@ -66,6 +67,15 @@ def add_aiapi_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "test skeleton against Prism",
     )
     generate.add_argument(
+        "--allow-outside-refs",
+        action="store_true",
+        help="follow $refs wherever they point: files outside the document's folder, "
+        "absolute paths and URLs (fetched). Without it, only refs inside the document "
+        "('#...') and relative paths to files in its folder or below are followed, and "
+        "a document with any other is refused (exit 2), as a document from someone else "
+        "could otherwise read your files into the generated code or make it fetch URLs",
+    )
+    generate.add_argument(
         "--with-model",
         action="store_true",
         help="let the model write the Python client's docstrings, its README and the test "
@@ -123,6 +133,8 @@ def run_aiapi(args: argparse.Namespace) -> int:
         except (SettingsError, ValueError) as exc:
             print(f"headstart aiapi generate: bad --settings: {exc}", file=sys.stderr)
             return 2
+    if not args.allow_outside_refs and _refuses_references(args.spec):
+        return 2
     try:
         document = load_document(args.spec)
     except ContractError as exc:
@@ -177,6 +189,28 @@ def run_aiapi(args: argparse.Namespace) -> int:
         archive = write_zip(args.out, args.out.with_name(args.out.name + ".zip"))
         print(f"zip: {archive}")
     return 0 if result.ok else 1
+
+
+def _refuses_references(spec: Path) -> bool:
+    """Whether `spec` has `$ref`s outside its folder or to URLs (each printed at its line,
+    as an invalid document's problems are). Checked before anything resolves them."""
+    from server.aiapi.document import ContractError
+    from server.aiapi.local_refs import ReferencePolicy, refused_problems
+
+    policy = ReferencePolicy(
+        spec.absolute().parent,
+        "the document's folder",
+        hint=" (--allow-outside-refs follows it)",
+    )
+    problems = refused_problems(spec, policy)
+    if not problems:
+        return False
+    count = len(problems)
+    print(f"{spec}: refused: {count} $ref{'s' if count != 1 else ''} outside the document's "
+          "folder or to a URL, which are not followed without --allow-outside-refs:",
+          file=sys.stderr)  # fmt: skip
+    print(str(ContractError(spec, problems)), file=sys.stderr)
+    return True
 
 
 def _write_model_parts(
