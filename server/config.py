@@ -386,6 +386,12 @@ class AiapiSettings(_Section):
         "goes in only when the generator's own checks pass with it, else the generated text "
         "stays. Asked at the refactor priority; the action takes longer.",
     )
+    react_query: bool = Field(
+        False,
+        description="The TypeScript generate actions also write TanStack React Query options "
+        "per operation (src/@tanstack/react-query.gen.ts, by openapi-ts's plugin) and list "
+        "@tanstack/react-query in the client's package.json, as --react-query does.",
+    )
 
 
 class LogSettings(_Section):

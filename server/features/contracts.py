@@ -362,7 +362,10 @@ class ContractWorkers:
         try:
             arguments = (path, target.name, workspace_folder)
             future = pool.schedule(
-                generate_files, args=arguments, kwargs={"model": model, "react_query": react_query}, timeout=timeout_s
+                generate_files,
+                args=arguments,
+                kwargs={"model": model, "react_query": react_query},
+                timeout=timeout_s,
             )
             return await asyncio.wrap_future(future)
         finally:
