@@ -899,6 +899,9 @@ TYPESCRIPT_EXTRACT = {
                         "^([$\\-._+!*\\x{60}(),;/?:@=&\\w]|%([0-9a-fA-F?]{2}))+$"},
                     # amazonaws.com/iam's PathType: a bare `/` ended the regex literal
                     "path": {"type": "string", "pattern": "(/)|(/[!-~]+/)"},
+                    # and as IAM's document writes it (openapi-ts unescaped \u002F into /)
+                    "iam_path": {"type": "string",
+                                 "pattern": "(\\u002F)|(\\u002F[\\u0021-\\u007E]+\\u002F)"},
                 },
             }}}},
             "responses": {"201": {"description": "created"}},
@@ -963,6 +966,7 @@ def test_typescript_client_of_documents_openapi_ts_or_tsc_stopped_on(tmp_path: P
     zod = (tmp_path / "out" / "typescript" / "src" / "zod.gen.ts").read_text()
     assert "\\x60" in zod and "x{60}" not in zod
     assert ".regex(/(\\/)|(\\/[!-~]+\\/)/)" in zod
+    assert ".regex(/(\\x2F)|(\\x2F[\\x21-\\x7E]+\\x2F)/)" in zod
     assert 'default("true")' not in zod
 
 

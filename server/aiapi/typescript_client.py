@@ -142,7 +142,9 @@ def generate_typescript(
     return out
 
 
-_CONTROL_ESCAPE = re.compile(r"\\u00([01][0-9A-Fa-f])")
+# \u00XX, not only controls: openapi-ts writes any \u escape as the raw character, and
+# AWS IAM's \u002F became a / that ended the literal, a \u002E would become a wildcard
+_LATIN1_ESCAPE = re.compile(r"\\u00([0-9A-Fa-f]{2})")
 _BRACED_HEX = re.compile(r"\\x\{([0-9A-Fa-f]{1,2})\}")
 
 
@@ -151,7 +153,7 @@ def _js_pattern(pattern: str) -> str:
     _rewrite_patterns) and the PCRE/Java `\\x{60}` as `\\x60` (AWS location's RefererPattern:
     tsc rejects `\\x{` in a literal, and without the u flag JavaScript would read it as the
     letters x{60})."""
-    pattern = _CONTROL_ESCAPE.sub(r"\\x\1", pattern)
+    pattern = _LATIN1_ESCAPE.sub(r"\\x\1", pattern)
     return _escape_slashes(_BRACED_HEX.sub(lambda m: "\\x" + m.group(1).zfill(2), pattern))
 
 
