@@ -131,3 +131,18 @@ def test_a_document_that_does_not_parse_is_left_to_the_validator(workspace: Path
     path = workspace / "broken.yaml"
     path.write_text("openapi: 3.0.0\npaths: [unclosed\n")
     assert refused_references(path, workspace_policy(workspace)) == []
+
+
+def test_credentials_files_inside_the_folder_are_refused(workspace: Path) -> None:
+    """A repository's document naming the user's own `.env` (gitignored, beside it) or a
+    Kubernetes Secret would copy its values into generated code: refused by the name or
+    the content that keeps such files out of the index."""
+    (workspace / ".env").write_text("STRIPE_KEY=sk_live_0123456789abcdefghijklmn\n")
+    (workspace / "deploy.yaml").write_text(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\ndata: {password: aHVudGVyMg==}\n"
+    )
+    path = document(workspace, ".env", "deploy.yaml#/data", "schemas/pet.yaml#/Pet")
+    refused = refused_references(path, workspace_policy(workspace))
+    assert [r.target for r in refused] == [".env", "deploy.yaml#/data"]
+    assert "credentials file (by its name)" in refused[0].reason
+    assert "credentials file (a Kubernetes Secret)" in refused[1].reason

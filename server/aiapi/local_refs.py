@@ -30,6 +30,8 @@ from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from cache.scan import is_secret_name
+from cache.secrets import secret_file_reason
 from server.aiapi.document import ContractDocument, ContractError, ContractProblem, Pointer
 
 MAX_REPORTED: Final = 10
@@ -243,6 +245,8 @@ def _read_referred(path: Path, count: int) -> tuple[Any, str | None]:
     not followed either: what is not checked is refused)."""
     if count > MAX_FILES:
         return None, f"the document reaches more than {MAX_FILES} files; bundle it first"
+    if is_secret_name(path.name):
+        return None, "it names a credentials file (by its name), which is never read"
     try:
         if not path.is_file():
             return None, "it names something that is not a regular file"
@@ -251,6 +255,9 @@ def _read_referred(path: Path, count: int) -> tuple[Any, str | None]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"the file cannot be read as UTF-8 text ({type(exc).__name__})"
+    why = secret_file_reason(text, str(path))
+    if why is not None:
+        return None, f"it names a credentials file ({why}), which is never read"
     content = _parse(path, text)
     if content is UNPARSED:
         return None, "the file is not YAML or JSON, so its own $refs cannot be checked"
