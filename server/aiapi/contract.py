@@ -210,6 +210,15 @@ def _uncallable(document: ContractDocument, op: Operation, raw: Any) -> str | No
     return None
 
 
+def _holds_ref(value: Any) -> bool:
+    """Whether a value has a "$ref" key at any depth."""
+    if isinstance(value, dict):
+        return "$ref" in value or any(_holds_ref(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_ref(v) for v in value)
+    return False
+
+
 def call_plan(document: ContractDocument) -> list[dict[str, Any]]:
     """For each Python client method: the arguments to call it with."""
     return _python_calls(document, planned_calls(document))
@@ -488,6 +497,10 @@ class ContractSession:
         judge = schema_judge(self.document)
         for full in (3, 1, 0):  # optional properties down to this depth, then fewer
             example = example_value(self.document, media.get("schema"), full=full)
+            if _holds_ref(example):
+                # Prism's ref parser follows a "$ref" key even in an example, and exits
+                # (GitHub's SCIM members have a "$ref" property)
+                continue
             if not judge.problems(media.get("schema"), example, limit=1):
                 self._repairs[key] = example
                 return True
