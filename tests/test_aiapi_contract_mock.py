@@ -1,6 +1,7 @@
-"""The contract tests' mock: the answers built from the schema that a second Prism plays
-where Prism's own answer breaks the document's schema (server/aiapi/contract.py's
-`_repair`, server/aiapi/contract_mock.py), run against a real Prism."""
+"""The contract tests' answers built from the schema, which a second Prism plays where
+Prism's own answer breaks the document's schema (server/aiapi/contract.py's `_repair`,
+contract_mock.py, against a real Prism), and the judge that finds them broken
+(contract_judge.py), on extracts of documents of the seed-38 sample's held-out part."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from conftest import ROOT
 
 from server.aiapi.contract import ContractSession, planned_calls
+from server.aiapi.contract_examples import example_value
+from server.aiapi.contract_judge import schema_judge
 from server.aiapi.contract_mock import PrismMock
 from server.aiapi.document import load_document
 
@@ -77,3 +80,39 @@ def test_answers_built_from_the_schema_hold_no_ref_key_prism_would_follow(
     required = scim_document(tmp_path, member_ref_required=True)
     (call,) = planned_calls(required)
     assert not ContractSession(required)._repair(call, answer)
+
+
+# microcks.local: Exchange tells RequestResponsePair and UnidirectionalEvent apart by a
+# mapping; both extend AbstractExchange, whose `type` is an enum of both tags. The Python
+# model of UnidirectionalEvent takes only "unidirEvent", as the mapping says, and refused
+# Prism's answer to GET /tests/{id}/events/{testCaseId}, tagged "reqRespPair".
+EXCHANGES = {
+    "AbstractExchange": {"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string", "enum": ["reqRespPair", "unidirEvent"]}}},
+    "RequestResponsePair": {"type": "object", "allOf": [
+        {"type": "object", "properties": {"request": {"type": "string"}}},
+        {"$ref": "#/components/schemas/AbstractExchange"}]},
+    "UnidirectionalEvent": {"type": "object", "allOf": [
+        {"type": "object", "properties": {"eventMessage": {"type": "string"}}},
+        {"$ref": "#/components/schemas/AbstractExchange"}]},
+    "Exchange": {"oneOf": [{"$ref": "#/components/schemas/RequestResponsePair"},
+                           {"$ref": "#/components/schemas/UnidirectionalEvent"}],
+                 "discriminator": {"propertyName": "type", "mapping": {
+                     "reqRespPair": "#/components/schemas/RequestResponsePair",
+                     "unidirEvent": "#/components/schemas/UnidirectionalEvent"}}},
+}  # fmt: skip
+
+
+def test_a_oneofs_alternative_carries_the_tag_its_mapping_gives_it(tmp_path: Path) -> None:
+    path = tmp_path / "microcks.json"
+    path.write_text(json.dumps({
+        "openapi": "3.0.2", "info": {"title": "microcks", "version": "1"}, "paths": {},
+        "components": {"schemas": EXCHANGES},
+    }))  # fmt: skip
+    document = load_document(path)
+    judge = schema_judge(document)
+    event = {"$ref": "#/components/schemas/UnidirectionalEvent"}
+    assert judge.problems(event, {"type": "unidirEvent", "eventMessage": "m"}) == []
+    assert judge.problems(event, {"type": "reqRespPair", "eventMessage": "m"})
+    built = example_value(document, {"type": "array", "items": event}, full=1)
+    assert [item["type"] for item in built] == ["unidirEvent"]

@@ -308,8 +308,23 @@ def discriminator_values(document: ContractDocument) -> dict[int, set[Any]]:
     return values
 
 
+def _members(name: str, schema: dict[str, Any], children: dict[str, list[str]]) -> list[str]:
+    """The schemas a discriminated schema tells apart: those that extend it, and its
+    oneOf/anyOf alternatives (microcks' Exchange picks RequestResponsePair, whose Python
+    model then takes only its own tag, as its mapping says)."""
+    members = _descendants(name, children)
+    for key in ("oneOf", "anyOf"):
+        for branch in schema.get(key) or []:
+            ref = branch.get("$ref") if isinstance(branch, dict) else None
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                alternative = ref.rsplit("/", 1)[-1]
+                if alternative not in members and alternative != name:
+                    members.append(alternative)
+    return members
+
+
 def own_tags(document: ContractDocument) -> dict[int, tuple[str, Any]]:
-    """For each schema that extends a discriminated parent (by id): the property and the
+    """For each schema a discriminated schema tells apart (by id): the property and the
     value that names the schema itself (its mapping key, `x-ms-discriminator-value` or
     name)."""
     schemas, children = _family_tree(document)
@@ -321,7 +336,7 @@ def own_tags(document: ContractDocument) -> dict[int, tuple[str, Any]]:
         ):
             continue
         mapping = discriminator.get("mapping")
-        for member in _descendants(name, children):
+        for member in _members(name, schema, children):
             member_schema = schemas.get(member)
             if not isinstance(member_schema, dict):
                 continue
@@ -332,7 +347,7 @@ def own_tags(document: ContractDocument) -> dict[int, tuple[str, Any]]:
 
 
 def narrowed_tags(document: ContractDocument) -> dict[int, tuple[str, set[Any]]]:
-    """For each schema that extends a discriminated parent (by id): the property and the
+    """For each schema a discriminated schema tells apart (by id): the property and the
     values it may take there, naming this schema or one that extends it. Azure's
     servicefabric answers SubmitBatch's SuccessfulPropertyBatchInfo with its example of a
     failure (Kind "Failed"), which no client reads as a success."""
@@ -344,7 +359,7 @@ def narrowed_tags(document: ContractDocument) -> dict[int, tuple[str, set[Any]]]
             discriminator.get("propertyName"), str
         ):
             continue
-        for member in _descendants(name, children):
+        for member in _members(name, schema, children):
             family = [member, *_descendants(member, children)]
             tags = _tags(family, schemas, discriminator.get("mapping"))
             if tags and isinstance(schemas.get(member), dict):
