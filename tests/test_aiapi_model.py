@@ -26,8 +26,10 @@ from server.aiapi.document import ContractDocument, load_document
 from server.aiapi.go_client import generate_go
 from server.aiapi.model_go import write_go_parts
 from server.aiapi.model_parts import PRIORITY, ModelOptions, ModelReport
-from server.aiapi.model_python import readme_problem, render_docstring, write_python_parts
-from server.aiapi.model_tests import operations_under_test, proposal
+from server.aiapi.model_python import render_docstring, write_python_parts
+from server.aiapi.model_readme import readme_problem
+from server.aiapi.model_test_values import operations_under_test
+from server.aiapi.model_tests import proposal
 from server.aiapi.python_client import generate_python
 from server.aiapi.test_skeletons import generate_python_tests
 from server.aiapi.verify import check_go, check_python

@@ -18,9 +18,11 @@ from conftest import ROOT
 from fake_openai import FakeBackend
 from test_aiapi_model import PETSTORE, STRIPE_KEY, options, outcome_of, planted
 
-from server.aiapi.document import load_document
+from server.aiapi.document import ContractDocument, load_document
+from server.aiapi.model_readme import TYPESCRIPT, readme_problem
 from server.aiapi.model_typescript import SDK_MODULE, sdk_functions, write_typescript_parts
 from server.aiapi.operations import collect_operations
+from server.aiapi.scaffold import check_typescript_part, generate_scaffolds
 from server.aiapi.typescript_client import generate_typescript
 from server.aiapi.verify import check_typescript
 from server.backend.client import Priority
@@ -78,11 +80,13 @@ def test_good_comments_land_and_tsc_passes_and_a_breaking_one_falls_back(
     assert "broken" not in written
     refused = outcome_of(report, "comment", "showPetById")
     assert not refused.kept and "*/" in refused.reason
-    assert (report.kept, report.fell_back) == (2, 1)
+    # the README's answer is the default text: no heading, the generator's README instead
+    assert not outcome_of(report, "readme", "README.md").kept
+    assert (report.kept, report.fell_back) == (2, 2)
     checked = check_typescript(tmp_path / "typescript")
     assert checked.ok, checked.output
     prompts = [e for e in fake.events() if e["body"] and "prompt" in e["body"]]
-    assert len(prompts) == 3
+    assert len(prompts) == 4
     assert {e["body"].get("priority") for e in prompts} == {int(Priority.REFACTOR)}
     assert not any(STRIPE_KEY in str(e["prompt"]) for e in prompts)
     assert any("<redacted>" in str(e["prompt"]) for e in prompts)
@@ -100,8 +104,9 @@ def test_a_check_that_does_not_pass_puts_every_comment_back(
     before = sdk.read_bytes()
     # no prettier and tsc finish in a millisecond: the check fails as a failing tsc would
     report = write_typescript_parts(document, tmp_path, options(fake.url, check_timeout_s=0.001))
-    assert (report.kept, report.fell_back) == (0, 3)
-    assert all("longer than" in piece.reason for piece in report.pieces)
+    assert (report.kept, report.fell_back) == (0, 4)
+    comments = [piece for piece in report.pieces if piece.kind == "comment"]
+    assert len(comments) == 3 and all("longer than" in piece.reason for piece in comments)
     assert sdk.read_bytes() == before
 
 
@@ -138,7 +143,89 @@ def test_the_command_line_writes_typescript_comments_with_the_model(
     command += ["typescript", "--kinds", "client", "--out", str(out), "--with-model"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "typescript: model-written parts: 3 kept, 0 fell back" in done.stderr
+    assert "typescript: model-written parts: 3 kept, 1 fell back" in done.stderr
+    assert "readme README.md: it has no heading" in done.stderr  # "Calls it."
+    assert "## Operations" in (out / "typescript" / "README.md").read_text(encoding="utf-8")
     written = (out / "typescript" / SDK_MODULE).read_text(encoding="utf-8")
     assert " * Lists all pets, a page at a time.\n" in comment_above(written, "listPets")
     assert check_typescript(out / "typescript").ok
+
+
+TS_README = (
+    "# Swagger Petstore TypeScript client\n\nA typed client for the Swagger Petstore.\n\n"
+    '```ts\nimport { createClient } from "./src/client";\n'
+    'import { listPets } from "./src/sdk.gen";\n\n'
+    'const client = createClient({ baseUrl: "http://petstore.swagger.io/v1" });\n'
+    "const { data } = await listPets({ client, query: { limit: 10 } });\n```\n"
+)
+
+
+def with_a_body(document: ContractDocument) -> ContractDocument:
+    """The document with a Pet as createPets' required JSON body."""
+    text = document.path.read_text(encoding="utf-8").replace(
+        "      operationId: createPets\n",
+        "      operationId: createPets\n      requestBody:\n        required: true\n"
+        "        content:\n          application/json:\n            schema:\n"
+        '              $ref: "#/components/schemas/Pet"\n',
+    )
+    document.path.write_text(text, encoding="utf-8")
+    return load_document(document.path)
+
+
+@pytest.mark.timeout(600)
+def test_test_values_and_readme_land_when_the_schema_and_tsc_pass(
+    tmp_path: Path, fake: FakeBackend
+) -> None:
+    require_typescript_tools()
+    if not (TOOLS / "aiapi-scaffold" / "node_modules" / "vitest").exists():
+        pytest.skip("vitest missing: run bash server/aiapi/install_tools.sh")
+    fake.script(
+        [
+            {"match": "The test of `listPets`", "text": '{"limit": 20}'},
+            # petId is a string in the document: refused before any checker runs
+            {"match": "The test of `showPetById`", "text": '{"petId": 42}'},
+            # valid JSON Schema (Pet allows more properties), but tsc refuses the literal
+            {"match": "The test of `createPets`",
+             "text": '{"body": {"id": 7, "name": "Rex", "owner": "me"}}'},
+            {"match": "Write README.md", "text": TS_README},
+        ],
+        default_text="Calls the operation.",
+    )  # fmt: skip
+    document = with_a_body(planted(tmp_path))
+    folder = tmp_path / "typescript"
+    generate_typescript(document, folder)
+    generate_scaffolds(document, tmp_path, "typescript", ("tests",))
+    tests = folder / "tests" / "api.test.ts"
+    deterministic = tests.read_text(encoding="utf-8")
+    report = write_typescript_parts(document, tmp_path, options(fake.url))
+    written = tests.read_text(encoding="utf-8")
+    assert outcome_of(report, "test", "listPets").kept
+    assert (
+        "query: { limit: 20 }" in written
+        and "query" not in deterministic.split("listPets(")[1][:40]
+    )
+    misfit = outcome_of(report, "test", "showPetById")
+    assert not misfit.kept and "petId does not fit its schema" in misfit.reason
+    refused = outcome_of(report, "test", "createPets")
+    assert not refused.kept and "tsc --noEmit failed" in refused.reason, refused.reason
+    assert "owner" not in written and "Rex" not in written
+    assert outcome_of(report, "readme", "README.md").kept
+    assert "await listPets({ client, query: { limit: 10 } })" in (folder / "README.md").read_text()
+    checked = check_typescript_part(folder / "tests")
+    assert checked.ok, checked.output
+    prompts = [str(e["prompt"]) for e in fake.events() if e["body"] and "prompt" in e["body"]]
+    assert len(prompts) == 7  # three comments, three tests' values, the README
+    assert not any(STRIPE_KEY in prompt for prompt in prompts)
+
+
+def test_a_typescript_readme_whose_example_does_not_parse_or_calls_no_function_is_refused() -> None:
+    require_typescript_tools()
+    functions = {"listPets", "createPets"}
+    names = ("swagger-petstore", "Swagger Petstore")
+    assert readme_problem(TS_README, functions, names, TYPESCRIPT) == ""
+    invented = TS_README.replace("await listPets(", "await deleteAllPets(")
+    assert "deleteAllPets" in readme_problem(invented, functions, names, TYPESCRIPT)
+    broken = TS_README.replace("limit: 10 } })", "limit: 10 }")
+    assert "TypeScript example does not parse" in readme_problem(
+        broken, functions, names, TYPESCRIPT
+    )

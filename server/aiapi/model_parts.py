@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from server.backend.client import (
     BackendError,
@@ -106,6 +106,38 @@ class Answer:
 
     text: str | None
     error: str | None = None
+
+
+Proposal = TypeVar("Proposal")
+
+
+def keep_passing(
+    kind: str,
+    candidates: Mapping[str, Proposal],
+    check: Callable[[dict[str, Proposal]], dict[str, str]],
+) -> tuple[dict[str, Proposal], dict[str, PieceOutcome]]:
+    """The candidates that pass `check` together, and an outcome for each that does not.
+
+    `check` writes the output with the pieces given in place, checks it and answers the
+    names it blames with why ({} when it passes). The blamed pieces go back and the rest
+    are checked once more; if they still fail, none of them is kept. When some are kept,
+    the output is as the last (passing) check wrote it; when none are, the caller puts
+    the deterministic output back."""
+    kept = dict(candidates)
+    outcomes: dict[str, PieceOutcome] = {}
+    for _ in range(2):
+        if not kept:
+            return kept, outcomes
+        failed = check(dict(kept))
+        if not failed:
+            return kept, outcomes
+        for name in list(kept):
+            if name in failed:
+                outcomes[name] = PieceOutcome(kind, name, False, failed[name])
+                del kept[name]
+    for name in kept:
+        outcomes[name] = PieceOutcome(kind, name, False, "the checks still failed")
+    return {}, outcomes
 
 
 def model_options(settings_json: str = "{}") -> ModelOptions:

@@ -8,8 +8,8 @@ module still compiles with it in place), then all of them together by the checks
 deterministic output: ruff format and mypy --strict over the package. A docstring that
 mypy's errors point into goes back to the generator's, and the rest are checked again.
 
-The README (python/README.md) is the model's when its Python examples parse and call
-only methods the client has; else the generator's own README.
+The README (python/README.md) is the model's when it passes model_readme.py's rules (its
+Python examples parse and call only methods the client has); else the generator's own.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ from server.aiapi.model_parts import (
     ask_all,
     chat_prompt,
     holds_mask,
+    keep_passing,
     masked,
     request_for,
 )
-from server.aiapi.naming import comment_text
+from server.aiapi.model_readme import PYTHON, write_readme
+from server.aiapi.model_readme import fallback_readme as shared_fallback_readme
+from server.aiapi.model_readme import readme_task as shared_readme_task
+from server.aiapi.model_test_values import operations_under_test
 from server.aiapi.operations import Operation
 from server.aiapi.python_client import (
     argument_names,
@@ -48,7 +52,6 @@ from server.aiapi.verify import check_python
 CLIENT_CLASSES: Final = ("Client", "AsyncClient")
 MAX_DOC_LINES: Final = 12
 MAX_DOC_CHARS: Final = 900
-MAX_README_LINES: Final = 200
 DOCSTRING_SYSTEM: Final = (
     "You write docstrings for the methods of a generated Python API client. A docstring "
     "says what the operation does and what its arguments mean, only from the text given: "
@@ -58,7 +61,6 @@ README_SYSTEM: Final = (
     "You write the README.md of a generated Python API client. Say only what the text "
     "given says about the API; use only the package, classes and methods listed."
 )
-_CALL: Final = re.compile(r"\b(?:client|api|async_client)\.([A-Za-z_]\w*)\s*\(")
 
 
 def write_python_parts(
@@ -86,9 +88,7 @@ def write_python_parts(
         )
         for name, op in methods
     }
-    tests = (
-        model_tests.operations_under_test(document) if model_tests.skeleton_module(folder) else []
-    )
+    tests = operations_under_test(document) if model_tests.skeleton_module(folder) else []
     for stub in tests:
         requests[f"test:{stub.python_name}"] = request_for(
             chat_prompt(model_tests.TESTS_SYSTEM, model_tests.arguments_task(document, stub)),
@@ -121,11 +121,13 @@ def write_python_parts(
         report.pieces += model_tests.apply_test_arguments(
             document, folder, package, proposed, options.check_timeout_s
         )
-    readme, outcome = checked_readme(
-        answers.get("readme", Answer(None, "not asked")), methods, (package.name, document.title)
-    )
-    report.pieces.append(outcome)
-    (folder / "README.md").write_text(readme or deterministic_readme, encoding="utf-8")
+    report.pieces.append(
+        write_readme(
+            folder, answers.get("readme", Answer(None, "not asked")),
+            {name for name, _ in methods}, (package.name, document.title), PYTHON,
+            deterministic_readme,
+        )
+    )  # fmt: skip
     report.seconds = time.perf_counter() - started
     return report
 
@@ -173,26 +175,19 @@ def docstring_task(
 def readme_task(
     document: ContractDocument, package: str, methods: list[tuple[str, Operation]]
 ) -> str:
-    info = document.info
-    description = info.get("description")
-    lines = [
+    intro = (
         f"The package `{package}` is a typed Python client for {document.title!r} "
         f"{document.api_version} (from {document.path.name}): pydantic v2 models in "
         f"`{package}.models`, and `Client` (blocking, httpx) and `AsyncClient` (asyncio) in "
-        f"`{package}`, both taking the base URL and used as context managers.",
-    ]
-    if isinstance(description, str) and description.strip():
-        lines.append(f"The API's description: {' '.join(description.split())[:1500]}")
-    lines.append("The methods (the same on both classes):")
-    lines += [
-        f"- {name}: {op.method.upper()} {op.route} - {comment_text(op.summary)}"
-        for name, op in methods
-    ]
-    lines.append(
-        "\nWrite README.md: what the API is, how to install the dependencies (httpx, "
+        f"`{package}`, both taking the base URL and used as context managers."
+    )
+    ask = (
+        "Write README.md: what the API is, how to install the dependencies (httpx, "
         "pydantic), one short example in a ```python block, and the list of methods."
     )
-    return masked("\n".join(lines), document.path.name)
+    return shared_readme_task(
+        document, intro, "The methods (the same on both classes):", methods, ask
+    )
 
 
 # --- docstrings -------------------------------------------------------------------------------
@@ -287,23 +282,16 @@ def apply_docstrings(
             outcomes[name] = PieceOutcome("docstring", name, False, reason)
             continue
         candidates[name] = text
-    for _ in range(2):  # the failing pieces out, then once more with the rest
-        if not candidates:
-            break
-        failed, why = _check_with(package, original, candidates, timeout_s)
-        if not failed:
-            break
-        for name in failed:
-            outcomes[name] = PieceOutcome("docstring", name, False, why)
-            del candidates[name]
-    else:
-        if candidates:  # still failing after the second round: none of them goes in
-            for name in candidates:
-                outcomes[name] = PieceOutcome("docstring", name, False, "the checks still failed")
-            candidates = {}
-    if not candidates:
+
+    def check(texts: dict[str, str]) -> dict[str, str]:
+        failed, why = _check_with(package, original, texts, timeout_s)
+        return dict.fromkeys(failed, why)
+
+    kept, failed = keep_passing("docstring", candidates, check)
+    outcomes.update(failed)
+    if not kept:
         _restore(package, original)
-    for name in candidates:
+    for name in kept:
         outcomes[name] = PieceOutcome("docstring", name, True)
     return [outcomes[name] for name in answers]
 
@@ -352,71 +340,18 @@ def _restore(package: Path, original: str) -> None:
 # --- README -----------------------------------------------------------------------------------
 
 
-def checked_readme(
-    answer: Answer, methods: list[tuple[str, Operation]], names: tuple[str, ...] = ()
-) -> tuple[str | None, PieceOutcome]:
-    """The model's README when it passes the checks; else None and why."""
-    if answer.text is None:
-        return None, PieceOutcome("readme", "README.md", False, answer.error or "no answer")
-    text = answer.text.strip()
-    if text.startswith("```markdown") or text.startswith("```md"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text.removesuffix("```").strip()
-    why = readme_problem(text, {name for name, _ in methods}, names)
-    if why:
-        return None, PieceOutcome("readme", "README.md", False, why)
-    return text + "\n", PieceOutcome("readme", "README.md", True)
-
-
-def readme_problem(text: str, methods: set[str], names: tuple[str, ...] = ()) -> str:
-    """Why a README cannot be kept ('' when it can); `names` are the package's and the
-    API's, one of which a README about them names."""
-    if not text:
-        return "the answer is empty"
-    if not re.search(r"^#", text, flags=re.MULTILINE):
-        return "it has no heading"
-    if names and not any(name.lower() in text.lower() for name in names):
-        return "it names neither the package nor the API"
-    if holds_mask(text):
-        return "it repeats a masked credential"
-    if len(text.split("\n")) > MAX_README_LINES:
-        return f"longer than {MAX_README_LINES} lines"
-    if text.count("```") % 2:
-        return "a code block is not closed"
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
-    for block in blocks:
-        try:
-            ast.parse(block)
-        except SyntaxError as exc:
-            return f"a Python example does not parse: {exc.msg} (line {exc.lineno})"
-        for called in _CALL.findall(block):
-            if called not in methods and called not in {"close", "aclose"}:
-                return f"an example calls {called}(), which the client does not have"
-    return ""
-
-
 def fallback_readme(
     document: ContractDocument, package: str, methods: list[tuple[str, Operation]]
 ) -> str:
     """The generator's own README: what the model's replaces when it passes the checks."""
-    title = comment_text(document.title)
-    rows = "".join(
-        f"| `{name}` | `{op.method.upper()} {comment_text(op.route)}` | "
-        f"{comment_text(op.summary).replace('|', '/')} |\n"
-        for name, op in methods
-    )
-    example = f"        result = client.{methods[0][0]}(...)\n" if methods else ""
-    return (
-        f"# {title} {document.api_version}: Python client\n\n"
+    example = f"    result = client.{methods[0][0]}(...)\n" if methods else ""
+    about = (
         f"A typed client generated by headstart aiapi from {document.path.name}: pydantic v2 "
         f"models in `{package}.models`, `Client` (httpx, blocking) and `AsyncClient` "
-        f"(asyncio) in `{package}`.\n\n"
-        "## Install\n\n```sh\npip install httpx pydantic\n```\n\n"
-        "## Use\n\n```python\n"
-        f"from {package} import Client\n\n"
-        'with Client("https://api.example.com") as client:\n'
-        f"{example.replace('        ', '    ')}"
-        "```\n\n"
-        "## Operations\n\n| Method | Request | Summary |\n|---|---|---|\n"
-        f"{rows}"
+        f"(asyncio) in `{package}`."
     )
+    use = f'from {package} import Client\n\nwith Client("https://api.example.com") as client:\n'
+    return shared_fallback_readme(
+        document, "Python client", about, ("sh", "pip install httpx pydantic\n"),
+        ("python", use + example), methods,
+    )  # fmt: skip

@@ -13,26 +13,28 @@ generator's arguments back; the others keep the model's.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 from typing import Any, Final
 
-from server.aiapi.contract_examples import example_value
+from server.aiapi import model_test_values
 from server.aiapi.document import ContractDocument
-from server.aiapi.model_parts import Answer, PieceOutcome, holds_mask, masked
+from server.aiapi.model_parts import Answer, PieceOutcome, keep_passing
+from server.aiapi.model_test_values import (
+    Slot,
+    operation_slots,
+    operations_under_test,
+    proposed_values,
+    values_task,
+)
 from server.aiapi.operations import Operation
 from server.aiapi.python_client import _top_level_names, argument_names, ruff_format
-from server.aiapi.stub_operations import StubOperation, stub_operations
+from server.aiapi.stub_operations import StubOperation
 from server.aiapi.test_skeletons import PythonTestTemplate
 from server.aiapi.tools import GeneratorError, ToolMissing
 from server.aiapi.verify import check_python
 
-TESTS_SYSTEM: Final = (
-    "You write example arguments for the tests of a generated Python API client: values "
-    "the API accepts, as its schemas and descriptions say. Answer with one JSON object only."
-)
-MAX_SCHEMA_CHARS: Final = 1500
+TESTS_SYSTEM: Final = model_test_values.TESTS_SYSTEM.format(language="Python")
 
 
 def skeleton_module(folder: Path) -> Path | None:
@@ -41,70 +43,22 @@ def skeleton_module(folder: Path) -> Path | None:
     return modules[0] if modules else None
 
 
-def operations_under_test(document: ContractDocument) -> list[StubOperation]:
-    """The operations whose tests run (the skipped ones keep the generator's arguments)."""
-    return [stub for stub in stub_operations(document) if stub.skip is None]
+def python_slots(op: Operation) -> list[Slot]:
+    """The method's arguments by their Python names; the body as `body` (JSON) or `data`
+    (a form)."""
+    body = "data" if op.body is not None and op.body.is_form else "body"
+    return operation_slots(op, argument_names(op), body)
 
 
 def arguments_task(document: ContractDocument, stub: StubOperation) -> str:
     """The prompt's question for one test: the arguments, their schemas, today's values."""
-    op = stub.op
-    lines = [f"The test of `{stub.python_name}` calls {op.method.upper()} {op.route}."]
-    if op.summary:
-        lines.append(f"Summary: {' '.join(op.summary.split())[:400]}")
-    lines.append("Its arguments (JSON Schema):")
-    current: dict[str, Any] = {}
-    for param, name in argument_names(op):
-        need = "required" if param.required else "optional"
-        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
-        schema = _schema(document, param.schema)
-        lines.append(f"- {name} ({param.location} {param.name}, {need}): {schema}{what}")
-        if param.required:
-            current[name] = example_value(document, param.schema)
-    if op.body is not None and (op.body.is_json or op.body.is_form):
-        name = "body" if op.body.is_json else "data"
-        need = "required" if op.body_required else "optional"
-        schema = _schema(document, op.body.schema)
-        lines.append(f"- {name} (request body {op.body.media_type}, {need}): {schema}")
-        if op.body_required:
-            current[name] = example_value(document, op.body.schema)
-    lines.append(f"The generated test sends: {json.dumps(current, default=str)[:MAX_SCHEMA_CHARS]}")
-    lines.append(
-        "\nAnswer with one JSON object of realistic values for the required arguments (and "
-        "optional ones where they make the test more useful), keyed by argument name."
-    )
-    return masked("\n".join(lines), document.path.name)
-
-
-def _schema(document: ContractDocument, schema: Any) -> str:
-    resolved = document.resolve(schema)
-    text = json.dumps(resolved, default=str, sort_keys=True)
-    return text[:MAX_SCHEMA_CHARS]
+    return values_task(document, stub.python_name, stub.op, python_slots(stub.op))
 
 
 def proposal(answer: str, op: Operation) -> tuple[dict[str, Any] | None, str]:
-    """The answer's arguments, or None and why they cannot be used."""
-    text = answer.strip()
-    if text.startswith("```"):
-        text = "\n".join(line for line in text.split("\n") if not line.startswith("```"))
-    if holds_mask(text):
-        return None, "it repeats a masked credential"
-    try:
-        values = json.loads(text)
-    except ValueError as exc:
-        return None, f"not JSON: {exc}"
-    if not isinstance(values, dict):
-        return None, "not a JSON object"
-    names = {name: param.required for param, name in argument_names(op)}
-    if op.body is not None:
-        names["data" if op.body.is_form else "body"] = op.body_required
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        return None, f"no such argument: {', '.join(unknown)}"
-    missing = sorted(name for name, required in names.items() if required and name not in values)
-    if missing:
-        return None, f"leaves out the required {', '.join(missing)}"
-    return values, ""
+    """The answer's arguments, or None and why they cannot be used (Prism judges the
+    values: the test runs against it)."""
+    return proposed_values(answer, python_slots(op))
 
 
 def call_arguments(template: PythonTestTemplate, op: Operation, values: dict[str, Any]) -> str:
@@ -200,23 +154,16 @@ def apply_test_arguments(
             )
             continue
         candidates[name] = call
-    for _ in range(2):
-        if not candidates:
-            break
-        failed, reasons = _check_with(document, folder, module, original, candidates, timeout_s)
-        if not failed:
-            break
-        for name in failed:
-            reason = reasons.get(name, "the checks failed")
-            outcomes[name] = PieceOutcome("test", name, False, reason)
-            del candidates[name]
-    else:
-        for name in candidates:
-            outcomes[name] = PieceOutcome("test", name, False, "the checks still failed")
-        candidates = {}
-    if not candidates:
+
+    def check(calls: dict[str, str]) -> dict[str, str]:
+        failed, reasons = _check_with(document, folder, module, original, calls, timeout_s)
+        return {name: reasons.get(name, "the checks failed") for name in failed}
+
+    kept, failed = keep_passing("test", candidates, check)
+    outcomes.update(failed)
+    if not kept:
         module.write_text(original, encoding="utf-8")
-    for name in candidates:
+    for name in kept:
         outcomes[name] = PieceOutcome("test", name, True)
     return [outcomes[name] for name in answers]
 

@@ -1,4 +1,8 @@
-"""The TypeScript client's model-written parts: a TSDoc comment per operation function.
+"""The TypeScript client's model-written parts: a TSDoc comment per operation function, the
+test skeleton's example values (model_test_values.py: judged by the document's schemas,
+then prettier and tsc over tests/api.test.ts) and a README (model_readme.py's rules, its
+TypeScript examples parsed by prettier; not asked when the client has one already, the
+React Query README).
 
 The same pieces and rules as the Go doc comments (server/aiapi/model_go.py), as the
 `/** ... */` block above each `export const name = <ThrowOnError ...` that openapi-ts writes
@@ -11,6 +15,7 @@ back to openapi-ts's own comments.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -30,6 +35,14 @@ from server.aiapi.model_parts import (
     request_for,
 )
 from server.aiapi.model_python import docstring_text
+from server.aiapi.model_readme import TYPESCRIPT, write_readme
+from server.aiapi.model_readme import fallback_readme as shared_fallback_readme
+from server.aiapi.model_readme import readme_task as shared_readme_task
+from server.aiapi.model_test_values import (
+    apply_skeleton_answers,
+    skeleton_requests,
+    typescript_skeleton,
+)
 from server.aiapi.operations import Operation, collect_operations
 from server.aiapi.tools import ToolMissing, node_tool
 from server.aiapi.verify import check_typescript
@@ -38,6 +51,10 @@ COMMENT_SYSTEM: Final = (
     "You write TSDoc comments for the functions of a generated TypeScript API client. A "
     "comment says what the operation does and what its parameters mean, only from the text "
     "given: never invent behaviour, errors, defaults or limits it does not state."
+)
+README_SYSTEM: Final = (
+    "You write the README.md of a generated TypeScript API client. Say only what the text "
+    "given says about the API; use only the package and functions listed."
 )
 SDK_MODULE: Final = Path("src") / "sdk.gen.ts"
 _FUNCTION: Final = re.compile(r"^export const (\w+) = <ThrowOnError\b")
@@ -70,18 +87,89 @@ def write_typescript_parts(
         )
         for name, op in functions
     }
+    skeleton = typescript_skeleton(document, folder)
+    requests.update(skeleton_requests(document, skeleton, options.max_tokens))
+    package = package_name(folder)
+    has_readme = (folder / "README.md").is_file()
+    if not has_readme:
+        requests["readme"] = request_for(
+            chat_prompt(README_SYSTEM, readme_task(document, package, functions)),
+            options.readme_max_tokens,
+        )
     if progress is not None:
         progress(f"typescript: asking the model for {len(requests)} parts")
     answers, message = ask_all(requests, options)
+    deterministic_readme = fallback_readme(document, package, functions)
     if message is not None:
         report.message = message
+        if not has_readme:
+            (folder / "README.md").write_text(deterministic_readme, encoding="utf-8")
         return report
     report.pieces += apply_comments(
         folder, {name: answers.get(name, Answer(None, "not asked")) for name, _ in functions},
         options.check_timeout_s,
     )  # fmt: skip
+    if skeleton is not None and progress is not None:
+        progress("typescript: checking the model's test values (schemas, tsc)")
+    report.pieces += apply_skeleton_answers(document, skeleton, answers, options.check_timeout_s)
+    if not has_readme:
+        report.pieces.append(
+            write_readme(
+                folder, answers.get("readme", Answer(None, "not asked")),
+                {name for name, _ in functions}, (package, document.title), TYPESCRIPT,
+                deterministic_readme,
+            )
+        )  # fmt: skip
     report.seconds = time.perf_counter() - started
     return report
+
+
+def package_name(folder: Path) -> str:
+    """The name in the client's package.json (what an import of it names)."""
+    try:
+        name = json.loads((folder / "package.json").read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError):
+        name = None
+    return name if isinstance(name, str) and name else folder.name
+
+
+def readme_task(
+    document: ContractDocument, package: str, functions: list[tuple[str, Operation]]
+) -> str:
+    intro = (
+        f"The package `{package}` is a typed TypeScript client for {document.title!r} "
+        f"{document.api_version} (from {document.path.name}), written by openapi-ts: "
+        "`createClient({ baseUrl })` in `./src/client`, and one async function per "
+        "operation in `./src/sdk.gen`, each taking one options object ({ client, path, "
+        "query, headers, body }) and resolving to { data, error, response }."
+    )
+    ask = (
+        "Write README.md: what the API is, how to install the dependency (zod), one short "
+        "example in a ```ts block that awaits one of the functions, and the list of functions."
+    )
+    return shared_readme_task(document, intro, "The functions:", functions, ask)
+
+
+def fallback_readme(
+    document: ContractDocument, package: str, functions: list[tuple[str, Operation]]
+) -> str:
+    """The generator's own README: what the model's replaces when it passes the checks."""
+    first = functions[0][0] if functions else None
+    imports = f'import {{ {first} }} from "./src/sdk.gen";\n' if first else ""
+    call = f"const {{ data, error }} = await {first}({{ client }});\n" if first else ""
+    use = (
+        f'import {{ createClient }} from "./src/client";\n{imports}\n'
+        f'const client = createClient({{ baseUrl: "https://api.example.com" }});\n{call}'
+    )
+    about = (
+        f"`{package}`: a typed fetch client generated by headstart aiapi (openapi-ts) from "
+        f"{document.path.name}: `createClient` in `src/client`, one function per operation "
+        "in `src/sdk.gen.ts`, zod schemas checking the answers."
+    )
+    return shared_fallback_readme(
+        document, "TypeScript client", about, ("sh", "npm install zod\n"), ("ts", use),
+        functions, "Function",
+    )  # fmt: skip
 
 
 def sdk_functions(source: str, operations: list[Operation]) -> list[tuple[str, Operation]]:

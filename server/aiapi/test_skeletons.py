@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,22 @@ from server.aiapi.python_client import (
 from server.aiapi.stub_operations import StubOperation, base_url_variable, stub_operations
 
 PYTHON_SCALARS = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+@dataclass(frozen=True)
+class ExampleValues:
+    """One test's values in place of the generator's (the model's, once they pass): by
+    parameter name, and the body when `has_body`. A parameter named here is sent even
+    when it is optional."""
+
+    parameters: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    has_body: bool = False
+
+
+ValuesByOperation = Mapping[tuple[str, str], ExampleValues]
+"""Per operation, by (method, route)."""
+NO_VALUES = ExampleValues()
 
 
 def prism_hint(document: ContractDocument) -> str:
@@ -264,13 +282,17 @@ class GoTestTemplate:
         self.types = GoTypes(document)
         self.methods = {(op.route, op.method): name for name, op in go_methods(document)}
 
-    def render(self) -> str:
+    def render(self, values: ValuesByOperation | None = None) -> str:
         from server.aiapi.go_client import _go_string
 
         document = self.document
         headers, params = credentials(document)
         variable = base_url_variable(document)
-        tests = "\n".join(self._test(stub) for stub in stub_operations(document))
+        chosen = values or {}
+        tests = "\n".join(
+            self._test(stub, chosen.get((stub.op.method, stub.op.route), NO_VALUES))
+            for stub in stub_operations(document)
+        )
         header_lines = "".join(
             f"\tclient.Header.Set({_go_string(k)}, {_go_string(v)})\n" for k, v in headers.items()
         )
@@ -326,7 +348,7 @@ class GoTestTemplate:
             + tests
         )
 
-    def _test(self, stub: StubOperation) -> str:
+    def _test(self, stub: StubOperation, chosen: ExampleValues) -> str:
         from server.aiapi.go_client import _go_string
 
         op = stub.op
@@ -338,13 +360,13 @@ class GoTestTemplate:
         for param in op.parameters:
             if param.required:
                 kind = self.types.parameter(param)
-                arguments.append(_go_literal(kind, example_value(self.document, param.schema)))
+                arguments.append(_go_literal(kind, _value_of(self.document, param, chosen)))
         body = self.types.body(op)
         taken = self.signatures.get(name, {}).get("body")
         if body is not None and taken is not None:  # the client's own type for it
             body = self.types.qualify(taken)
         if body is not None and op.body is not None:
-            value = example_value(self.document, op.body.schema)
+            value = chosen.body if chosen.has_body else example_value(self.document, op.body.schema)
             if body == "url.Values":
                 fields = value if isinstance(value, dict) else {}
                 entries = ", ".join(
@@ -386,6 +408,12 @@ class GoTestTemplate:
         summary = comment_text(op.summary)
         doc = f"{comment_text(stub.label)}: {summary}" if summary else comment_text(stub.label)
         return f"// Test{name}: {doc}\nfunc Test{name}(t *testing.T) {{\n{''.join(lines)}}}\n"
+
+
+def _value_of(document: ContractDocument, param: Parameter, chosen: ExampleValues) -> Any:
+    if param.name in chosen.parameters:
+        return chosen.parameters[param.name]
+    return example_value(document, param.schema)
 
 
 def _text_value(value: Any) -> str:
@@ -444,8 +472,9 @@ class TypeScriptTestTemplate:
         self.document = document
         self.functions = functions
 
-    def render(self) -> str:
+    def render(self, values: ValuesByOperation | None = None) -> str:
         document = self.document
+        chosen = values or {}
         headers, _ = credentials(document)  # query credentials: the SDK's auth callback
         variable = base_url_variable(document)
         tests = []
@@ -459,7 +488,8 @@ class TypeScriptTestTemplate:
                 )
                 continue
             used.append(function.name)
-            tests.append(self._test(stub, function.name))
+            example = chosen.get((stub.op.method, stub.op.route), NO_VALUES)
+            tests.append(self._test(stub, function.name, example))
         imports = (
             f'import {{ {", ".join(sorted(set(used)))} }} from "../src/sdk.gen";\n' if used else ""
         )
@@ -489,13 +519,13 @@ class TypeScriptTestTemplate:
             f"describe.skipIf(!baseUrl)({title}, () => {{\n" + "\n".join(tests) + "});\n"
         )
 
-    def _test(self, stub: StubOperation, name: str) -> str:
+    def _test(self, stub: StubOperation, name: str, chosen: ExampleValues) -> str:
         op = stub.op
         groups: dict[str, dict[str, str]] = {}
         for param in op.parameters:
-            if param.required:
+            if param.required or param.name in chosen.parameters:
                 where = {"path": "path", "query": "query", "header": "headers"}[param.location]
-                value = example_value(self.document, param.schema)
+                value = _value_of(self.document, param, chosen)
                 groups.setdefault(where, {})[param.name] = _ts_literal(
                     self.document, param.schema, value
                 )
@@ -503,8 +533,8 @@ class TypeScriptTestTemplate:
         for where, values in groups.items():
             fields = ", ".join(f"{json.dumps(k)}: {v}" for k, v in values.items())
             options.append(f"{where}: {{ {fields} }}")
-        if op.body is not None and op.body_required:
-            value = example_value(self.document, op.body.schema)
+        if op.body is not None and (op.body_required or chosen.has_body):
+            value = chosen.body if chosen.has_body else example_value(self.document, op.body.schema)
             if op.body.is_json or op.body.is_form:
                 options.append(f"body: {_ts_literal(self.document, op.body.schema, value)}")
             elif (op.body.media_type or "").startswith("text/"):
