@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeBackend
 from test_aiapi_model import STRIPE_KEY, options, outcome_of, planted
-from test_aiapi_model_typescript import with_a_body
+from test_aiapi_model_typescript import TS_README, require_typescript_tools, with_a_body
 
 from server.aiapi.go_client import generate_go
 from server.aiapi.model_go import write_go_parts
-from server.aiapi.model_readme import GO, readme_problem
+from server.aiapi.model_readme import GO, TYPESCRIPT, readme_problem
 from server.aiapi.scaffold import check_go_package, generate_scaffolds
 
 GO_README = (
@@ -89,12 +89,27 @@ def test_without_the_model_the_go_readme_is_the_generators(
     assert "## Operations" in readme and "| `ListPets` | `GET /pets` |" in readme
 
 
-def test_a_go_readme_whose_example_does_not_parse_or_calls_no_method_is_refused() -> None:
-    require_go()
-    methods = {"ListPets", "ShowPetById"}
-    names = ("example.com/petstore", "Swagger Petstore")
-    assert readme_problem(GO_README, methods, names, GO) == ""
-    invented = GO_README.replace("client.ShowPetById(", "client.DeleteAllPets(")
-    assert "DeleteAllPets" in readme_problem(invented, methods, names, GO)
-    broken = GO_README.replace('"7")', '"7"')
-    assert "Go example does not parse" in readme_problem(broken, methods, names, GO)
+@pytest.mark.parametrize(
+    ("language", "readme", "called", "unclosed"),
+    [
+        ("go", GO_README, "client.ShowPetById(", '"7")'),
+        ("typescript", TS_README, "await listPets(", "limit: 10 } })"),
+    ],
+)
+def test_a_readme_example_that_does_not_parse_or_calls_no_operation_is_refused(
+    language: str, readme: str, called: str, unclosed: str
+) -> None:
+    if language == "go":
+        require_go()
+    else:
+        require_typescript_tools()
+    rules = {"go": GO, "typescript": TYPESCRIPT}[language]
+    operations = {"ListPets", "ShowPetById", "listPets", "showPetById"}
+    names = ("swagger-petstore", "Swagger Petstore")
+    assert readme_problem(readme, operations, names, rules) == ""
+    invented = readme.replace(called, called.replace("Pet", "AllPet").replace("list", "delete"))
+    assert "which the client does not have" in readme_problem(invented, operations, names, rules)
+    broken = readme.replace(unclosed, unclosed[:-1])
+    assert f"{rules.language} example does not parse" in readme_problem(
+        broken, operations, names, rules
+    )

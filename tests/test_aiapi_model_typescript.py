@@ -19,7 +19,6 @@ from fake_openai import FakeBackend
 from test_aiapi_model import PETSTORE, STRIPE_KEY, options, outcome_of, planted
 
 from server.aiapi.document import ContractDocument, load_document
-from server.aiapi.model_readme import TYPESCRIPT, readme_problem
 from server.aiapi.model_typescript import SDK_MODULE, sdk_functions, write_typescript_parts
 from server.aiapi.operations import collect_operations
 from server.aiapi.scaffold import check_typescript_part, generate_scaffolds
@@ -216,16 +215,3 @@ def test_test_values_and_readme_land_when_the_schema_and_tsc_pass(
     prompts = [str(e["prompt"]) for e in fake.events() if e["body"] and "prompt" in e["body"]]
     assert len(prompts) == 7  # three comments, three tests' values, the README
     assert not any(STRIPE_KEY in prompt for prompt in prompts)
-
-
-def test_a_typescript_readme_whose_example_does_not_parse_or_calls_no_function_is_refused() -> None:
-    require_typescript_tools()
-    functions = {"listPets", "createPets"}
-    names = ("swagger-petstore", "Swagger Petstore")
-    assert readme_problem(TS_README, functions, names, TYPESCRIPT) == ""
-    invented = TS_README.replace("await listPets(", "await deleteAllPets(")
-    assert "deleteAllPets" in readme_problem(invented, functions, names, TYPESCRIPT)
-    broken = TS_README.replace("limit: 10 } })", "limit: 10 }")
-    assert "TypeScript example does not parse" in readme_problem(
-        broken, functions, names, TYPESCRIPT
-    )

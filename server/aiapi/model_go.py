@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -22,21 +21,19 @@ from typing import Any, Final
 from server.aiapi.document import ContractDocument
 from server.aiapi.go_client import go_methods
 from server.aiapi.go_server import module_name
+from server.aiapi.model_batch import ClientBatch, ReadmePlan, write_batch
 from server.aiapi.model_parts import (
     Answer,
     ModelOptions,
     ModelReport,
     PieceOutcome,
-    ask_all,
-    chat_prompt,
     masked,
-    request_for,
 )
 from server.aiapi.model_python import docstring_text
-from server.aiapi.model_readme import GO, write_readme
+from server.aiapi.model_readme import GO
 from server.aiapi.model_readme import fallback_readme as shared_fallback_readme
 from server.aiapi.model_readme import readme_task as shared_readme_task
-from server.aiapi.model_test_values import apply_skeleton_answers, go_skeleton, skeleton_requests
+from server.aiapi.model_test_values import go_skeleton
 from server.aiapi.operations import Operation
 from server.aiapi.tools import ToolMissing, go_tool
 from server.aiapi.verify import check_go
@@ -58,51 +55,27 @@ def write_go_parts(
     options: ModelOptions,
     progress: Callable[[str], None] | None = None,
 ) -> ModelReport:
-    """Ask for a doc comment per method of out/go/client.go; keep those that pass."""
-    started = time.perf_counter()
-    report = ModelReport("go")
+    """Ask for a doc comment per method of out/go/client.go, the values of
+    contracttest/api_test.go (when there is one) and a README; keep those that pass."""
     client = out / "go" / "client.go"
     if not client.is_file():
+        report = ModelReport("go")
         report.message = "no Go client to add to (generation failed?)"
         return report
     methods = go_methods(document)
     raw = {(route, method): op for route, method, op, _ in document.operations()}
-    requests = {
-        name: request_for(
-            chat_prompt(COMMENT_SYSTEM, comment_task(document, name, op, raw)), options.max_tokens
-        )
-        for name, op in methods
-    }
-    skeleton = go_skeleton(document, client.parent)
-    requests.update(skeleton_requests(document, skeleton, options.max_tokens))
     module = module_name(client.parent)
-    requests["readme"] = request_for(
-        chat_prompt(README_SYSTEM, readme_task(document, module, methods)),
-        options.readme_max_tokens,
-    )
-    if progress is not None:
-        progress(f"go: asking the model for {len(requests)} parts")
-    answers, message = ask_all(requests, options)
-    deterministic_readme = fallback_readme(document, module, methods)
-    if message is not None:
-        report.message = message
-        (client.parent / "README.md").write_text(deterministic_readme, encoding="utf-8")
-        return report
-    report.pieces += apply_comments(
-        client, {name: answers.get(name, Answer(None, "not asked")) for name, _ in methods},
-        options.check_timeout_s,
+    readme = ReadmePlan(
+        README_SYSTEM, readme_task(document, module, methods), (module, document.title), GO,
+        fallback_readme(document, module, methods),
     )  # fmt: skip
-    if skeleton is not None and progress is not None:
-        progress("go: checking the model's test values (schemas, go vet)")
-    report.pieces += apply_skeleton_answers(document, skeleton, answers, options.check_timeout_s)
-    report.pieces.append(
-        write_readme(
-            client.parent, answers.get("readme", Answer(None, "not asked")),
-            {name for name, _ in methods}, (module, document.title), GO, deterministic_readme,
-        )
+    batch = ClientBatch(
+        "go", client.parent, methods, COMMENT_SYSTEM,
+        lambda name, op: comment_task(document, name, op, raw),
+        lambda answers, timeout_s: apply_comments(client, answers, timeout_s),
+        go_skeleton(document, client.parent), readme,
     )  # fmt: skip
-    report.seconds = time.perf_counter() - started
-    return report
+    return write_batch(document, batch, options, progress)
 
 
 def readme_task(

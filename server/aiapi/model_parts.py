@@ -111,6 +111,27 @@ class Answer:
 Proposal = TypeVar("Proposal")
 
 
+def read_answers(
+    kind: str,
+    answers: Mapping[str, Answer],
+    read: Callable[[str, str], tuple[Proposal | None, str]],
+) -> tuple[dict[str, Proposal], dict[str, PieceOutcome]]:
+    """Each answer read alone by `read(name, text)`: the candidates it makes something of,
+    and an outcome for each other answer (none came, or why `read` refused it)."""
+    candidates: dict[str, Proposal] = {}
+    outcomes: dict[str, PieceOutcome] = {}
+    for name, answer in answers.items():
+        if answer.text is None:
+            outcomes[name] = PieceOutcome(kind, name, False, answer.error or "no answer")
+            continue
+        candidate, why = read(name, answer.text)
+        if candidate is None:
+            outcomes[name] = PieceOutcome(kind, name, False, why)
+        else:
+            candidates[name] = candidate
+    return candidates, outcomes
+
+
 def keep_passing(
     kind: str,
     candidates: Mapping[str, Proposal],

@@ -33,6 +33,7 @@ from server.aiapi.model_parts import (
     holds_mask,
     keep_passing,
     masked,
+    read_answers,
     request_for,
 )
 from server.aiapi.model_readme import PYTHON, write_readme
@@ -265,23 +266,18 @@ def apply_docstrings(
     """Put in the docstrings that pass the checks; the others stay the generator's."""
     client = package / "client.py"
     original = client.read_text(encoding="utf-8")
-    outcomes: dict[str, PieceOutcome] = {}
-    candidates: dict[str, str] = {}
-    for name, answer in answers.items():
-        if answer.text is None:
-            outcomes[name] = PieceOutcome("docstring", name, False, answer.error or "no answer")
-            continue
-        text, why = docstring_text(answer.text)
-        if text is None:
-            outcomes[name] = PieceOutcome("docstring", name, False, why)
-            continue
+
+    def read(name: str, text: str) -> tuple[str | None, str]:
+        docstring, why = docstring_text(text)
+        if docstring is None:
+            return None, why
         try:
-            compile(with_docstrings(original, {name: text}), str(client), "exec")
+            compile(with_docstrings(original, {name: docstring}), str(client), "exec")
         except (SyntaxError, ValueError) as exc:
-            reason = f"the module no longer compiles: {getattr(exc, 'msg', exc)}"
-            outcomes[name] = PieceOutcome("docstring", name, False, reason)
-            continue
-        candidates[name] = text
+            return None, f"the module no longer compiles: {getattr(exc, 'msg', exc)}"
+        return docstring, ""
+
+    candidates, outcomes = read_answers("docstring", answers, read)
 
     def check(texts: dict[str, str]) -> dict[str, str]:
         failed, why = _check_with(package, original, texts, timeout_s)

@@ -32,6 +32,7 @@ from server.aiapi.model_parts import (
     holds_mask,
     keep_passing,
     masked,
+    read_answers,
     request_for,
 )
 from server.aiapi.operations import Operation, Parameter
@@ -257,19 +258,16 @@ def apply_skeleton_values(
     operations = tests_by_name(document, skeleton, skeleton.module.parent.parent)
     original = skeleton.module.read_text(encoding="utf-8")
     judge = schema_judge(document)
-    outcomes: dict[str, PieceOutcome] = {}
-    candidates: dict[str, ExampleValues] = {}
-    for name, answer in answers.items():
+
+    def read(name: str, text: str) -> tuple[ExampleValues | None, str]:
         op = operations.get(name)
-        if op is None or answer.text is None:
-            outcomes[name] = PieceOutcome("test", name, False, answer.error or "no such test")
-            continue
+        if op is None:
+            return None, "no such test"
         slots = skeleton.slots(op)
-        values, why = proposed_values(answer.text, slots, judge)
-        if values is None:
-            outcomes[name] = PieceOutcome("test", name, False, why)
-            continue
-        candidates[name] = example_values(slots, values)
+        values, why = proposed_values(text, slots, judge)
+        return (None, why) if values is None else (example_values(slots, values), "")
+
+    candidates, outcomes = read_answers("test", answers, read)
 
     def check(chosen: dict[str, ExampleValues]) -> dict[str, str]:
         by_operation = {(operations[n].method, operations[n].route): v for n, v in chosen.items()}

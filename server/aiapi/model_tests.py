@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from server.aiapi import model_test_values
 from server.aiapi.document import ContractDocument
-from server.aiapi.model_parts import Answer, PieceOutcome, keep_passing
+from server.aiapi.model_parts import Answer, PieceOutcome, keep_passing, read_answers
 from server.aiapi.model_test_values import (
     Slot,
     operation_slots,
@@ -134,26 +134,22 @@ def apply_test_arguments(
     original = module.read_text(encoding="utf-8")
     template = template_for(document, package)
     by_name = {stub.python_name: stub for stub in operations_under_test(document)}
-    outcomes: dict[str, PieceOutcome] = {}
-    candidates: dict[str, str] = {}
-    for name, answer in answers.items():
+
+    def read(name: str, text: str) -> tuple[str | None, str]:
         stub = by_name.get(name)
-        if stub is None or answer.text is None:
-            outcomes[name] = PieceOutcome("test", name, False, answer.error or "no such test")
-            continue
-        values, why = proposal(answer.text, stub.op)
+        if stub is None:
+            return None, "no such test"
+        values, why = proposal(text, stub.op)
         if values is None:
-            outcomes[name] = PieceOutcome("test", name, False, why)
-            continue
+            return None, why
         try:
             call = call_arguments(template, stub.op, values)
             compile(with_arguments(original, {name: call}), str(module), "exec")
         except (SyntaxError, ValueError, TypeError) as exc:
-            outcomes[name] = PieceOutcome(
-                "test", name, False, f"the test no longer compiles: {exc}"
-            )
-            continue
-        candidates[name] = call
+            return None, f"the test no longer compiles: {exc}"
+        return call, ""
+
+    candidates, outcomes = read_answers("test", answers, read)
 
     def check(calls: dict[str, str]) -> dict[str, str]:
         failed, reasons = _check_with(document, folder, module, original, calls, timeout_s)

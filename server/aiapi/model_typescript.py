@@ -18,31 +18,24 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 from server.aiapi.document import ContractDocument
+from server.aiapi.model_batch import ClientBatch, ReadmePlan, write_batch
 from server.aiapi.model_parts import (
     Answer,
     ModelOptions,
     ModelReport,
     PieceOutcome,
-    ask_all,
-    chat_prompt,
     masked,
-    request_for,
 )
 from server.aiapi.model_python import docstring_text
-from server.aiapi.model_readme import TYPESCRIPT, write_readme
+from server.aiapi.model_readme import TYPESCRIPT
 from server.aiapi.model_readme import fallback_readme as shared_fallback_readme
 from server.aiapi.model_readme import readme_task as shared_readme_task
-from server.aiapi.model_test_values import (
-    apply_skeleton_answers,
-    skeleton_requests,
-    typescript_skeleton,
-)
+from server.aiapi.model_test_values import typescript_skeleton
 from server.aiapi.operations import Operation, collect_operations
 from server.aiapi.tools import ToolMissing, node_tool
 from server.aiapi.verify import check_typescript
@@ -70,58 +63,30 @@ def write_typescript_parts(
     options: ModelOptions,
     progress: Callable[[str], None] | None = None,
 ) -> ModelReport:
-    """Ask for a TSDoc comment per function of out/typescript/src/sdk.gen.ts; keep those
-    that pass."""
-    started = time.perf_counter()
-    report = ModelReport("typescript")
+    """Ask for a TSDoc comment per function of out/typescript/src/sdk.gen.ts, the values of
+    tests/api.test.ts (when there is one) and a README; keep those that pass."""
     folder = out / "typescript"
     sdk = folder / SDK_MODULE
     if not sdk.is_file():
+        report = ModelReport("typescript")
         report.message = "no TypeScript client to add to (generation failed?)"
         return report
     functions = sdk_functions(sdk.read_text(encoding="utf-8"), collect_operations(document))
     raw = {(route, method): op for route, method, op, _ in document.operations()}
-    requests = {
-        name: request_for(
-            chat_prompt(COMMENT_SYSTEM, comment_task(document, name, op, raw)), options.max_tokens
-        )
-        for name, op in functions
-    }
-    skeleton = typescript_skeleton(document, folder)
-    requests.update(skeleton_requests(document, skeleton, options.max_tokens))
     package = package_name(folder)
-    has_readme = (folder / "README.md").is_file()
-    if not has_readme:
-        requests["readme"] = request_for(
-            chat_prompt(README_SYSTEM, readme_task(document, package, functions)),
-            options.readme_max_tokens,
-        )
-    if progress is not None:
-        progress(f"typescript: asking the model for {len(requests)} parts")
-    answers, message = ask_all(requests, options)
-    deterministic_readme = fallback_readme(document, package, functions)
-    if message is not None:
-        report.message = message
-        if not has_readme:
-            (folder / "README.md").write_text(deterministic_readme, encoding="utf-8")
-        return report
-    report.pieces += apply_comments(
-        folder, {name: answers.get(name, Answer(None, "not asked")) for name, _ in functions},
-        options.check_timeout_s,
-    )  # fmt: skip
-    if skeleton is not None and progress is not None:
-        progress("typescript: checking the model's test values (schemas, tsc)")
-    report.pieces += apply_skeleton_answers(document, skeleton, answers, options.check_timeout_s)
-    if not has_readme:
-        report.pieces.append(
-            write_readme(
-                folder, answers.get("readme", Answer(None, "not asked")),
-                {name for name, _ in functions}, (package, document.title), TYPESCRIPT,
-                deterministic_readme,
-            )
+    readme = None
+    if not (folder / "README.md").is_file():  # the React Query README stays
+        readme = ReadmePlan(
+            README_SYSTEM, readme_task(document, package, functions), (package, document.title),
+            TYPESCRIPT, fallback_readme(document, package, functions),
         )  # fmt: skip
-    report.seconds = time.perf_counter() - started
-    return report
+    batch = ClientBatch(
+        "typescript", folder, functions, COMMENT_SYSTEM,
+        lambda name, op: comment_task(document, name, op, raw),
+        lambda answers, timeout_s: apply_comments(folder, answers, timeout_s),
+        typescript_skeleton(document, folder), readme,
+    )  # fmt: skip
+    return write_batch(document, batch, options, progress)
 
 
 def package_name(folder: Path) -> str:
