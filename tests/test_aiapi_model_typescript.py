@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,18 @@ from fake_openai import FakeBackend
 from test_aiapi_model import PETSTORE, STRIPE_KEY, options, outcome_of, planted
 
 from server.aiapi.document import ContractDocument, load_document
+from server.aiapi.model_test_values import (
+    TYPESCRIPT_ERROR,
+    TYPESCRIPT_TEST_START,
+    Skeleton,
+    check_skeleton_with,
+    typescript_slots,
+)
 from server.aiapi.model_typescript import SDK_MODULE, sdk_functions, write_typescript_parts
 from server.aiapi.operations import collect_operations
 from server.aiapi.scaffold import check_typescript_part, generate_scaffolds
 from server.aiapi.typescript_client import generate_typescript
-from server.aiapi.verify import check_typescript
+from server.aiapi.verify import CheckResult, check_typescript
 from server.backend.client import Priority
 
 TOOLS = Path(os.environ.get("HEADSTART_TOOLS") or ROOT / ".tools")
@@ -215,3 +223,31 @@ def test_test_values_and_readme_land_when_the_schema_and_tsc_pass(
     prompts = [str(e["prompt"]) for e in fake.events() if e["body"] and "prompt" in e["body"]]
     assert len(prompts) == 7  # three comments, three tests' values, the README
     assert not any(STRIPE_KEY in prompt for prompt in prompts)
+
+
+def test_a_tsc_error_is_blamed_on_the_test_it_points_into_even_when_the_label_wraps(
+    tmp_path: Path,
+) -> None:
+    wrapped = (
+        'describe.skipIf(!baseUrl)("Petstore", () => {\n'
+        '  test("listPets: GET /pets", async () => {\n    a;\n  });\n\n'
+        "  test(\n"
+        '    "createPetsWithAVeryLongName: POST /pets/with/a/route/long/enough/to/wrap",\n'
+        "    async () => {\n      b;\n    },\n  );\n});\n"
+    )
+    module = tmp_path / "api.test.ts"
+    module.write_text(wrapped, encoding="utf-8")
+    error = "tests/api.test.ts(9,7): error TS2353: Object literal may only specify known.\n"
+    names = {"listPets", "createPetsWithAVeryLongName"}
+    skeleton = Skeleton(
+        "typescript", module, typescript_slots, lambda values: wrapped, lambda: None,
+        lambda timeout_s: CheckResult("typescript", "tsc --noEmit", False, 0.1, error),
+        TYPESCRIPT_ERROR, TYPESCRIPT_TEST_START,
+    )  # fmt: skip
+    blamed = check_skeleton_with(skeleton, {}, names, 1.0)
+    assert blamed == {"createPetsWithAVeryLongName": "tsc --noEmit failed: TS2353: Object "
+                      "literal may only specify known."}  # fmt: skip
+    outside = CheckResult("typescript", "tsc --noEmit", False, 0.1, error.replace("(9,", "(12,"))
+    elsewhere = replace(skeleton, check=lambda timeout_s: outside)
+    blamed = check_skeleton_with(elsewhere, {}, names, 1.0)
+    assert set(blamed) == names  # an error outside every test blames all of them

@@ -50,6 +50,8 @@ TESTS_SYSTEM: Final = (
 MAX_SCHEMA_CHARS: Final = 1500
 TYPESCRIPT_TESTS: Final = Path("tests") / "api.test.ts"
 GO_TESTS: Final = Path("contracttest") / "api_test.go"
+TYPESCRIPT_ERROR: Final = re.compile(r"api\.test\.ts\((\d+),\d+\): error (.*)")
+TYPESCRIPT_TEST_START: Final = re.compile(r'^\s*test(?:\.skip)?\(\s*"(\w+): ')
 LANGUAGES: Final = {"python": "Python", "typescript": "TypeScript", "go": "Go"}
 
 
@@ -204,8 +206,8 @@ def typescript_skeleton(document: ContractDocument, folder: Path) -> Skeleton | 
         lambda values: template.render(values),
         lambda: prettier(folder, TYPESCRIPT_TESTS.parent.name),
         lambda timeout_s: check_typescript_part(folder / TYPESCRIPT_TESTS.parent, timeout_s),
-        re.compile(r"api\.test\.ts\((\d+),\d+\): error (.*)"),
-        re.compile(r'^\s*test(?:\.skip)?\(\s*"(\w+): '),
+        TYPESCRIPT_ERROR,
+        TYPESCRIPT_TEST_START,
     )
 
 
@@ -271,7 +273,7 @@ def apply_skeleton_values(
 
     def check(chosen: dict[str, ExampleValues]) -> dict[str, str]:
         by_operation = {(operations[n].method, operations[n].route): v for n, v in chosen.items()}
-        return _check_with(skeleton, by_operation, set(chosen), timeout_s)
+        return check_skeleton_with(skeleton, by_operation, set(chosen), timeout_s)
 
     kept, failed = keep_passing("test", candidates, check)
     outcomes.update(failed)
@@ -282,7 +284,7 @@ def apply_skeleton_values(
     return [outcomes[name] for name in answers]
 
 
-def _check_with(
+def check_skeleton_with(
     skeleton: Skeleton,
     values: dict[tuple[str, str], ExampleValues],
     names: set[str],
@@ -311,14 +313,21 @@ def _check_with(
 
 
 def _test_lines(skeleton: Skeleton, source: str) -> dict[int, str]:
-    """Each 1-based line of the module inside a test, with the test's name."""
+    """Each 1-based line of the module inside a test, with the test's name (read from the
+    line that opens it, and the next when the formatter wrapped its label there)."""
     owners: dict[int, str] = {}
     current: str | None = None
-    for number, line in enumerate(source.splitlines(), start=1):
-        started = skeleton.test_start.match(line)
+    lines = source.splitlines()
+    for number, line in enumerate(lines, start=1):
+        opened = (
+            line + " " + lines[number].strip()
+            if line.endswith("(") and number < len(lines)
+            else line
+        )
+        started = skeleton.test_start.match(opened)
         if started is not None:
             current = started.group(1)
-        elif line.startswith(("}", "  });")):
+        elif line.startswith(("}", "  });", "  );")):
             if current is not None:
                 owners[number] = current
             current = None
