@@ -27,6 +27,7 @@ from server.aiapi.model_parts import (
     ModelOptions,
     ModelReport,
     PieceOutcome,
+    comments_in,
     masked,
 )
 from server.aiapi.model_python import docstring_text
@@ -174,29 +175,17 @@ def with_comments(source: str, texts: dict[str, str]) -> str:
 def apply_comments(
     client: Path, answers: dict[str, Answer], timeout_s: float
 ) -> list[PieceOutcome]:
-    original = client.read_text(encoding="utf-8")
-    outcomes: dict[str, PieceOutcome] = {}
-    texts: dict[str, str] = {}
-    for name, answer in answers.items():
-        if answer.text is None:
-            outcomes[name] = PieceOutcome("comment", name, False, answer.error or "no answer")
-            continue
-        text, why = docstring_text(answer.text)
-        if text is None or "*/" in text:
-            outcomes[name] = PieceOutcome("comment", name, False, why or "it holds */")
-            continue
-        texts[name] = text.replace("\r", "")
-    if texts:
-        client.write_text(with_comments(original, texts), encoding="utf-8")
-        why = _check(client, timeout_s)
-        if why:
-            client.write_text(original, encoding="utf-8")
-            for name in texts:
-                outcomes[name] = PieceOutcome("comment", name, False, why)
-            texts = {}
-    for name in texts:
-        outcomes[name] = PieceOutcome("comment", name, True)
-    return [outcomes[name] for name in answers]
+    """Put in the comments that pass alone; when the checks then fail, none of them."""
+    return comments_in(
+        client, answers, _comment_text, with_comments, lambda: _check(client, timeout_s)
+    )
+
+
+def _comment_text(_name: str, answer: str) -> tuple[str | None, str]:
+    text, why = docstring_text(answer)
+    if text is None or "*/" in text:
+        return None, why or "it holds */"
+    return text.replace("\r", ""), ""
 
 
 def _check(client: Path, timeout_s: float) -> str:

@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final, TypeVar
 
 from server.backend.client import (
@@ -159,6 +160,29 @@ def keep_passing(
     for name in kept:
         outcomes[name] = PieceOutcome(kind, name, False, "the checks still failed")
     return {}, outcomes
+
+
+def comments_in(
+    file: Path,
+    answers: Mapping[str, Answer],
+    read: Callable[[str, str], tuple[str | None, str]],
+    with_comments: Callable[[str, dict[str, str]], str],
+    check: Callable[[], str],
+) -> list[PieceOutcome]:
+    """Put in `file` the comments `read` accepts alone; when `check` (why the file then
+    fails its checks, '' when it passes) fails, none of them: a comment is prose, so one
+    that breaks the file is not worth blaming piece by piece."""
+    original = file.read_text(encoding="utf-8")
+    texts, outcomes = read_answers("comment", answers, read)
+    if texts:
+        file.write_text(with_comments(original, texts), encoding="utf-8")
+        why = check()
+        if why:
+            file.write_text(original, encoding="utf-8")
+            outcomes |= {name: PieceOutcome("comment", name, False, why) for name in texts}
+            texts = {}
+    outcomes |= {name: PieceOutcome("comment", name, True) for name in texts}
+    return [outcomes[name] for name in answers]
 
 
 def model_options(settings_json: str = "{}") -> ModelOptions:

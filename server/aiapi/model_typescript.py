@@ -29,6 +29,7 @@ from server.aiapi.model_parts import (
     ModelOptions,
     ModelReport,
     PieceOutcome,
+    comments_in,
     masked,
 )
 from server.aiapi.model_python import docstring_text
@@ -227,32 +228,17 @@ def apply_comments(
     folder: Path, answers: dict[str, Answer], timeout_s: float
 ) -> list[PieceOutcome]:
     """Put in the comments that pass alone; when the checks then fail, none of them."""
-    sdk = folder / SDK_MODULE
-    original = sdk.read_text(encoding="utf-8")
-    outcomes: dict[str, PieceOutcome] = {}
-    texts: dict[str, str] = {}
-    for name, answer in answers.items():
-        if answer.text is None:
-            outcomes[name] = PieceOutcome("comment", name, False, answer.error or "no answer")
-            continue
-        text, why = docstring_text(answer.text)
-        if text is not None and "*/" in text:
-            text, why = None, "it holds */, which would end the comment"
-        if text is None:
-            outcomes[name] = PieceOutcome("comment", name, False, why)
-            continue
-        texts[name] = text.replace("\r", "")
-    if texts:
-        sdk.write_text(with_comments(original, texts), encoding="utf-8")
-        why = _check(folder, timeout_s)
-        if why:
-            sdk.write_text(original, encoding="utf-8")
-            for name in texts:
-                outcomes[name] = PieceOutcome("comment", name, False, why)
-            texts = {}
-    for name in texts:
-        outcomes[name] = PieceOutcome("comment", name, True)
-    return [outcomes[name] for name in answers]
+    return comments_in(
+        folder / SDK_MODULE, answers, _comment_text, with_comments,
+        lambda: _check(folder, timeout_s),
+    )  # fmt: skip
+
+
+def _comment_text(_name: str, answer: str) -> tuple[str | None, str]:
+    text, why = docstring_text(answer)
+    if text is not None and "*/" in text:
+        return None, "it holds */, which would end the comment"
+    return (None, why) if text is None else (text.replace("\r", ""), "")
 
 
 def _check(folder: Path, timeout_s: float) -> str:
