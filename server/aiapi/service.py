@@ -91,7 +91,7 @@ class JobView(BaseModel):
     kinds: list[str]
     verify: bool
     with_model: bool = Field(
-        False, description="Whether the model wrote docstrings and comments (model_parts)"
+        False, description="Whether the model wrote doc comments, test values and READMEs"
     )
     react_query: bool = Field(description="Whether the TypeScript client has React Query options")
     created_at: datetime
@@ -257,9 +257,9 @@ async def generate(
     with_model: Annotated[
         bool,
         Query(
-            description="Let the service's model write docstrings, doc comments and the Python "
-            "README; each piece goes in only when the checks pass with it (the model is the "
-            "service's own: a request cannot name one)"
+            description="Let the service's model write doc comments, the test skeletons' "
+            "example values and the READMEs; each piece goes in only when the checks pass "
+            "with it (the model is the service's own: a request cannot name one)"
         ),
     ] = False,
     react_query: Annotated[
