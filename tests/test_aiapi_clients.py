@@ -24,6 +24,7 @@ from conftest import ROOT
 from server.aiapi.contract import example_value, run_contract_tests
 from server.aiapi.document import load_document
 from server.aiapi.go_client import generate_go
+from server.aiapi.pipeline import generate_contract
 from server.aiapi.python_client import generate_python
 from server.aiapi.verify import check_go, check_python
 
@@ -193,6 +194,51 @@ def test_go_vet_rejects_a_wrong_call_of_the_generated_client(tmp_path: Path) -> 
     result = check_go(out)
     assert not result.ok
     assert "cannot use 7" in result.output
+
+
+# wealthreader.com's `entities`: an array that also lists properties (the Go client read
+# it as a struct: "cannot unmarshal array"); appwrite.io's optional multipart upload
+# requiring `file` (the Go client sent an empty form, which Prism checked: 422)
+GO_EXTRACT = {
+    "openapi": "3.0.0", "info": {"title": "extract", "version": "1"},
+    "paths": {
+        "/entities": {"get": {"operationId": "getEntities", "responses": {"200": {
+            "description": "ok", "content": {"application/json": {"schema": {
+                "type": "array", "items": {"$ref": "#/components/schemas/entities"}}}}}}}},
+        "/storage/files": {"post": {
+            "operationId": "storageCreateFile",
+            "requestBody": {"content": {"multipart/form-data": {"schema": {
+                "type": "object", "required": ["file"],
+                "properties": {"file": {"type": "string"}}}}}},
+            "responses": {"201": {"description": "created"}}}},
+        "/storage/notes": {"post": {
+            "operationId": "storageCreateNote",
+            "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {
+                "type": "object", "required": ["text"],
+                "properties": {"text": {"type": "string"}}}}}},
+            "responses": {"201": {"description": "created"}}}},
+    },
+    "components": {"schemas": {"entities": {
+        "type": "array", "items": {"type": "object"}, "required": ["code"],
+        "properties": {"code": {"type": "string"}}}}},
+}  # fmt: skip
+
+
+@pytest.mark.timeout(600)
+def test_go_client_reads_arrays_and_leaves_optional_forms_out(tmp_path: Path) -> None:
+    require_go()
+    if not (ROOT / ".tools" / "aiapi-mock" / "node_modules" / ".bin" / "prism").exists():
+        pytest.skip("prism missing: run bash server/aiapi/install_tools.sh")
+    path = tmp_path / "extract.json"
+    path.write_text(json.dumps(GO_EXTRACT))
+    result = generate_contract(
+        load_document(path), tmp_path / "out", ("go",), verify=True, contract=True
+    )
+    (entry,) = result.languages
+    assert entry.check is not None and entry.check.ok, entry.check.output
+    assert entry.contract is not None and entry.contract.outcomes == {"ok": 3}, entry.contract
+    models = (tmp_path / "out" / "go" / "models.go").read_text()
+    assert "type Entities []map[string]any" in models
 
 
 def test_documents_are_read_the_way_json_would_be(tmp_path: Path) -> None:

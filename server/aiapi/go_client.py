@@ -131,8 +131,8 @@ class GoTemplate:
 
     def _properties(self, schema: dict[str, Any], depth: int = 0) -> dict[str, Any] | None:
         """Properties of an object schema, allOf parts merged; None if not an object."""
-        if depth > 8:
-            return None
+        if depth > 8 or schema_types(schema)[0] not in (None, "object"):
+            return None  # wealthreader's `entities` lists properties and is an array
         merged: dict[str, Any] = {}
         found = False
         if isinstance(schema.get("properties"), dict):
@@ -271,7 +271,24 @@ class GoTemplate:
             if op.body.is_json and "*" in media_type:
                 media_type = "application/json"  # the JSON it sends, not `*/*` (id4i.de)
             content_type = _go_string(media_type)
-            if op.body.is_json or multipart:
+            if op.body.is_form and not op.body_required:
+                # an optional form left nil is no body: an empty one is a form Prism checks
+                # for its required fields (appwrite's file upload, 422)
+                if multipart:
+                    fill = (
+                        "\t\tform, err := multipartReader(body)\n\t\tif err != nil {\n"
+                        f"\t\t\treturn {self._zero(op)}err\n\t\t}}\n"
+                        "\t\treader, formType = form, form.contentType\n"
+                    )
+                else:
+                    fill = (
+                        f"\t\treader, formType = strings.NewReader(body.Encode()), {content_type}\n"
+                    )
+                steps.append(
+                    f'\tvar reader io.Reader\n\tformType := ""\n\tif body != nil {{\n{fill}\t}}\n'
+                )
+                body_reader, content_type = "reader", "formType"
+            elif op.body.is_json or multipart:
                 # a multipart body's content type names the boundary its writer chose
                 encode = "jsonReader(body)" if op.body.is_json else "multipartReader(body)"
                 steps.append(
