@@ -381,8 +381,8 @@ class AiapiSettings(_Section):
 
     with_model: bool = Field(
         False,
-        description="Let the backend's model write the generated clients' docstrings and doc "
-        "comments (and the Python client's README) when a generate action runs: each piece "
+        description="Let the backend's model write the generated clients' doc comments, "
+        "their test skeletons' example values and READMEs when a generate action runs: each piece "
         "goes in only when the generator's own checks pass with it, else the generated text "
         "stays. Asked at the refactor priority; the action takes longer.",
     )
