@@ -29,6 +29,8 @@ from server.aiapi.model_parts import (
     PieceOutcome,
     comments_in,
     masked,
+    operation_words,
+    parameter_words,
 )
 from server.aiapi.model_python import docstring_text
 from server.aiapi.model_readme import GO
@@ -133,13 +135,10 @@ def comment_task(
         f"The method `{name}` of the Go client for {document.title!r} calls "
         f"{op.method.upper()} {op.route}; its first parameter is a context.Context."
     ]
-    for key in ("summary", "description"):
-        text = source.get(key)
-        if isinstance(text, str) and text.strip():
-            lines.append(f"{key.capitalize()}: {' '.join(text.split())[:600]}")
+    lines += operation_words(source)
     for param in op.parameters:
         need = "required" if param.required else "optional, in params"
-        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
+        what = parameter_words(param.description)
         lines.append(f"Parameter {param.name} ({param.location}, {need}){what}")
     lines.append(
         f"\nWrite its doc comment's text only, without the // marks: a first line that "

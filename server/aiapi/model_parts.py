@@ -185,6 +185,22 @@ def comments_in(
     return [outcomes[name] for name in answers]
 
 
+def operation_words(source: Mapping[str, object]) -> list[str]:
+    """The operation's own summary and description for a prompt, a line each, whitespace
+    folded and cut at 600 characters."""
+    lines = []
+    for key in ("summary", "description"):
+        text = source.get(key)
+        if isinstance(text, str) and text.strip():
+            lines.append(f"{key.capitalize()}: {' '.join(text.split())[:600]}")
+    return lines
+
+
+def parameter_words(description: str | None) -> str:
+    """A parameter's description as a prompt line's tail (' - ...', at most 300)."""
+    return f" - {' '.join(description.split())[:300]}" if description else ""
+
+
 def model_options(settings_json: str = "{}") -> ModelOptions:
     """The options from the server's own settings (HEADSTART_* variables, then `settings_json`
     as an editor sends them): the same backend the editor's refactor actions ask."""

@@ -33,6 +33,8 @@ from server.aiapi.model_parts import (
     holds_mask,
     keep_passing,
     masked,
+    operation_words,
+    parameter_words,
     read_answers,
     request_for,
 )
@@ -150,13 +152,10 @@ def docstring_task(
         f"{op.method.upper()} {op.route}"
         + (f" (operationId {op.operation_id})." if op.operation_id else "."),
     ]
-    for key in ("summary", "description"):
-        text = source.get(key)
-        if isinstance(text, str) and text.strip():
-            lines.append(f"{key.capitalize()}: {' '.join(text.split())[:600]}")
+    lines += operation_words(source)
     for param in op.parameters:
         need = "required" if param.required else "optional"
-        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
+        what = parameter_words(param.description)
         lines.append(
             f"Argument `{arguments[param.name]}` ({param.location} {param.name}, {need}){what}"
         )

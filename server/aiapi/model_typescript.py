@@ -31,6 +31,8 @@ from server.aiapi.model_parts import (
     PieceOutcome,
     comments_in,
     masked,
+    operation_words,
+    parameter_words,
 )
 from server.aiapi.model_python import docstring_text
 from server.aiapi.model_readme import TYPESCRIPT
@@ -175,13 +177,10 @@ def comment_task(
         f"{op.method.upper()} {op.route}; it takes one options object and returns a promise "
         "of the result."
     ]
-    for key in ("summary", "description"):
-        text = source.get(key)
-        if isinstance(text, str) and text.strip():
-            lines.append(f"{key.capitalize()}: {' '.join(text.split())[:600]}")
+    lines += operation_words(source)
     for param in op.parameters:
         need = "required" if param.required else "optional"
-        what = f" - {' '.join(param.description.split())[:300]}" if param.description else ""
+        what = parameter_words(param.description)
         place = _PLACES.get(param.location, f"options.{param.location}")
         lines.append(f"Parameter {param.name} (in {place}, {need}){what}")
     if op.body is not None:
