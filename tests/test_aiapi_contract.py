@@ -23,6 +23,7 @@ import httpx
 import pytest
 import regress
 from conftest import ROOT
+from test_aiapi_contract_mock import EXCHANGES
 
 from server.aiapi.contract import ContractSession, _Judging, parameter_value, planned_calls
 from server.aiapi.contract_examples import example_value, pattern_example
@@ -534,19 +535,7 @@ def test_python_models_of_azure_discriminators_and_defaults_pass_mypy(tmp_path: 
             "allOf": [{"$ref": "#/components/schemas/RunnerTrainer14Days"}], "default": {}}}},
         "RunnerTrainer14Days": {"type": "object", "properties": {"runs": {"type": "integer"}}},
         # microcks.local: a oneOf's alternatives extend a parent whose tag is an enum
-        "AbstractExchange": {"type": "object", "required": ["type"], "properties": {
-            "type": {"type": "string", "enum": ["reqRespPair", "unidirEvent"]}}},
-        "RequestResponsePair": {"type": "object", "allOf": [
-            {"type": "object", "properties": {"request": {"type": "string"}}},
-            {"$ref": "#/components/schemas/AbstractExchange"}]},
-        "UnidirectionalEvent": {"type": "object", "allOf": [
-            {"type": "object", "properties": {"eventMessage": {"type": "string"}}},
-            {"$ref": "#/components/schemas/AbstractExchange"}]},
-        "Exchange": {"oneOf": [{"$ref": "#/components/schemas/RequestResponsePair"},
-                               {"$ref": "#/components/schemas/UnidirectionalEvent"}],
-                     "discriminator": {"propertyName": "type", "mapping": {
-                         "reqRespPair": "#/components/schemas/RequestResponsePair",
-                         "unidirEvent": "#/components/schemas/UnidirectionalEvent"}}},
+        **EXCHANGES,
     }  # fmt: skip
     document = load(tmp_path, {"paths": {}, "components": {"schemas": schemas}}, "azure.json")
     package = generate_python(document, tmp_path / "out")
