@@ -11,13 +11,14 @@ validator and the worker processes are the real ones.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -183,6 +184,27 @@ async def suggest_in_a_new_file(client: LanguageClient, folder: Path, name: str)
     )
 
 
+@contextlib.contextmanager
+def recording_server() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on this machine that answers any GET with a schema and records its
+    path: (its base URL, the paths asked for). A `$ref` the editor follows would show here."""
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"type: object\n")
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder) as web:
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{web.server_address[1]}", hits
+        finally:
+            web.shutdown()
+
+
 def cli_output(spec: Path, out: Path, kinds: str) -> dict[str, bytes]:
     """What `headstart aiapi generate SPEC --lang python --kinds KINDS` writes."""
     done = subprocess.run(
@@ -276,18 +298,8 @@ async def test_schema_errors_are_diagnostics_at_their_lines_and_the_actions_say_
 
 async def test_diagnostics_never_fetch_a_ref_to_a_url(editor: LanguageClient, api: Path) -> None:
     """A document someone else wrote must not make the editor fetch URLs as it is typed in."""
-    hits: list[str] = []
-
-    class Recorder(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"type: object\n")
-
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder) as web:
-        threading.Thread(target=web.serve_forever, daemon=True).start()
-        remote = f"http://127.0.0.1:{web.server_address[1]}/pet.yaml"
+    with recording_server() as (base, hits):
+        remote = f"{base}/pet.yaml"
         text = (
             (FIXTURES / "petstore.yaml")
             .read_text()
@@ -296,7 +308,6 @@ async def test_diagnostics_never_fetch_a_ref_to_a_url(editor: LanguageClient, ap
         assert remote in text
         uri = open_document(editor, api / "remote.yaml", text, language_id="yaml")
         (problem,) = await diagnostics_of(editor, uri, bool)
-        web.shutdown()
     assert f"$ref '{remote}' is refused: it is a URL (http:)" in problem.message
     assert hits == []
 
@@ -529,18 +540,8 @@ async def test_refs_outside_the_workspace_or_to_urls_are_refused_unread(
     editor: LanguageClient, api: Path, tmp_path: Path
 ) -> None:
     plant_secret(tmp_path / "outside")
-    hits: list[str] = []
-
-    class Recorder(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"type: object\n")
-
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder) as web:
-        threading.Thread(target=web.serve_forever, daemon=True).start()
-        remote = f"http://127.0.0.1:{web.server_address[1]}/x.yaml"
+    with recording_server() as (base, hits):
+        remote = f"{base}/x.yaml"
         text = LEAKY.replace("RECORDER", remote)
         (api / "leaky.yaml").write_text(text)
         uri = open_document(editor, api / "leaky.yaml", language_id="yaml")
@@ -549,7 +550,6 @@ async def test_refs_outside_the_workspace_or_to_urls_are_refused_unread(
         # the generate actions say why, and read and write nothing
         with pytest.raises(JsonRpcException) as failed:
             await generate(editor, uri, "client.python")
-        web.shutdown()
     assert failed.value.code == REQUEST_FAILED
     assert hits == []
 
