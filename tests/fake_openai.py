@@ -276,11 +276,12 @@ class FakeBackend:
         serve_model: str | None = None,
         refuse_token_ids: bool = False,
         tokenizer: Path | None = None,
+        ignore_constraints: bool = False,
     ) -> None:
         """Replace the rules (and the default text; None means the launch default), the
         request fields refused with 400, the model served (None: the launch one), whether
-        prompts of token ids are refused, and the tokenizer.json /tokenize uses (None: no
-        /tokenize)."""
+        prompts of token ids are refused, the tokenizer.json /tokenize uses (None: no
+        /tokenize), and whether healing's constraints are ignored."""
         body: dict[str, Any] = {"rules": [dict(r) for r in rules]}
         if default_text is not None:
             body["default_text"] = default_text
@@ -292,6 +293,8 @@ class FakeBackend:
             body["refuse_token_ids"] = True
         if tokenizer is not None:
             body["tokenizer"] = str(tokenizer)
+        if ignore_constraints:
+            body["ignore_constraints"] = True
         self.call("POST", "/_script", body)
 
     def connections(self) -> dict[str, int]:

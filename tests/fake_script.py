@@ -165,6 +165,9 @@ class Script:
     tokenizer: str | None = None
     """A tokenizer.json: POST /tokenize answers with its ids, as vLLM does with the served
     model's tokenizer. Without one, /tokenize is 404 (a proxy may not pass it on)."""
+    ignore_constraints: bool = False
+    """Take `structured_outputs` and SGLang's `regex` and answer as if they were not there,
+    as a server that drops fields it does not know (a proxy may)."""
 
     @classmethod
     def from_json(cls, raw: object, fallback_text: str) -> Script:
@@ -178,6 +181,7 @@ class Script:
             "serve_model",
             "refuse_token_ids",
             "tokenizer",
+            "ignore_constraints",
         }
         unknown = set(raw) - known
         if unknown:
@@ -202,8 +206,13 @@ class Script:
         tokenizer = raw.get("tokenizer")
         if not (tokenizer is None or isinstance(tokenizer, str)):
             raise BadRequest("tokenizer must be the path of a tokenizer.json")
+        ignore = raw.get("ignore_constraints", False)
+        if not isinstance(ignore, bool):
+            raise BadRequest("ignore_constraints must be a boolean")
         rules_parsed = [Rule.from_json(r) for r in rules]
-        return cls(rules_parsed, default_text, tuple(refuse), serve_model, refuse_ids, tokenizer)
+        return cls(
+            rules_parsed, default_text, tuple(refuse), serve_model, refuse_ids, tokenizer, ignore
+        )
 
     def pick(self, prompt: str) -> tuple[int | None, Rule]:
         """First live rule whose ``match`` occurs in the prompt, else the default text."""
@@ -224,4 +233,5 @@ class Script:
             "serve_model": self.serve_model,
             "refuse_token_ids": self.refuse_token_ids,
             "tokenizer": self.tokenizer,
+            "ignore_constraints": self.ignore_constraints,
         }

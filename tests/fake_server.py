@@ -508,7 +508,7 @@ class FakeServer:
             event.behaviour, event.status = "bad_request", 400
             event.close("server")
             return await conn.send_json(400, openai_error(str(exc)))
-        if forced and not rule.text.startswith(forced):
+        if forced and not rule.text.startswith(forced) and not self.script.ignore_constraints:
             rule = dataclasses.replace(rule, text=forced + rule.text)
         event.rule_index, event.behaviour = index, rule.behaviour
         log.info(
