@@ -289,18 +289,23 @@ class CompletionSettings(_Section):
         "client's method named after its operationId): its parameters and schemas, taken "
         "off the total before the other shares; 0 turns it off.",
     )
-    prompt_layout: Literal["cursor", "lineStart"] = Field(
-        "cursor",
+    prompt_layout: Literal["auto", "cursor", "lineStart"] = Field(
+        "auto",
         description="Where the fill-in-the-middle hole starts: at the cursor, or at the start "
         "of the cursor's line, the typed part of the line then coming after the middle "
         "marker, so every key typed on a line shares the prompt up to it (Qwen, StarCoder2 "
-        "and DeepSeek templates; Codestral's already ends with the typed part).",
+        "and DeepSeek templates; Codestral's already ends with the typed part). auto: "
+        "lineStart with token healing where the backend can heal (a vLLM that takes the "
+        "healing grammar, with the served model's tokenizer here), cursor otherwise: "
+        "lineStart healed beat cursor on every repository task set, lineStart unhealed "
+        "lost on all (docs/results.md#where-the-hole-starts-promptlayout-and-token-healing).",
     )
     token_healing: bool = Field(
         False,
         description="With `promptLayout` lineStart, back off the typed part's last token and "
         "make the model's answer start with its characters (vLLM structured outputs), so "
-        "a word typed halfway is not forced to end at a token boundary.",
+        "a word typed halfway is not forced to end at a token boundary. `promptLayout` "
+        "auto turns it on where it lays prompts out lineStart.",
     )
     keep_snippets: bool = Field(
         True,

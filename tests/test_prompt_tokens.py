@@ -119,10 +119,11 @@ async def test_a_vllm_backend_gets_the_prompt_as_the_tokenizers_ids(
     fresh: LanguageClient, fake: FakeBackend, workspace: Path, token_ids: bool
 ) -> None:
     """The fake says it is vLLM; with the model's tokenizer set, the prompt goes as its ids
-    (the text when `backend.promptTokenIds` is off)."""
+    (the text when `backend.promptTokenIds` is off). The cursor layout, so the whole prompt
+    is sent (`promptLayout` auto would heal it: tests/test_prompt_layout_auto.py)."""
     tokenizer_file = real_qwen_tokenizer_file()
     fake.script([], tokenizer=tokenizer_file)  # the served model's, as vLLM's /tokenize says
-    settings = fast_settings(fake.url, tokenizer=str(tokenizer_file))
+    settings = fast_settings(fake.url, tokenizer=str(tokenizer_file), promptLayout="cursor")
     settings["backend"]["promptTokenIds"] = token_ids  # type: ignore[index]
     typed = "def total(items):\n    return █\n"
     _, event = await first_completion(fresh, fake, workspace, settings, typed)

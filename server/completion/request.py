@@ -31,11 +31,16 @@ from server.backend.client import (
     close_in_background,
     close_uninterrupted,
 )
-from server.backend.engines import takes_vllm_fields
+from server.backend.engines import engine_of, takes_vllm_fields
 from server.backend.resume import Decode, ResumePolicy, resumable_stream
 from server.completion.context import Budget, Context, ContextBuilder
 from server.completion.contracts import contract_snippet, with_contract
-from server.completion.prompt import PromptTemplate, choose_template, split_at_line_start
+from server.completion.prompt import (
+    PromptLayout,
+    PromptTemplate,
+    choose_template,
+    split_at_line_start,
+)
 from server.completion.prompt_tokens import PromptEncoder
 from server.completion.secrets import mask_document, mask_snippet
 from server.completion.stops import (
@@ -108,6 +113,9 @@ class Prompting:
     counter: TokenCounter
     encoder: PromptEncoder | None = None
     """Encodes prompts as token ids, for a vLLM backend whose tokenizer is here."""
+    auto_heals: bool = False
+    """Whether `completion.promptLayout` auto lays prompts out lineStart and heals them:
+    where the healing grammar constrains the answer (`auto_healing_refusal`)."""
 
 
 DEFAULT_PROMPTING = Prompting(choose_template("qwen", None), TokenCounter())
@@ -207,6 +215,7 @@ def plan_request(
     ctx: CursorContext, settings: CompletionSettings, prompting: Prompting = DEFAULT_PROMPTING
 ) -> tuple[CompletionRequest, CursorShape]:
     """The request to send for this cursor, and the shape its stop rules need."""
+    settings = resolved_layout(settings, prompting)
     context = build_context(ctx, settings, prompting)
     return render_request(ctx, context, settings, prompting)
 
@@ -264,7 +273,7 @@ def render_request(
         file_path=ctx.file_path,
         prefix=prefix,
         suffix=suffix,
-        layout=settings.prompt_layout,
+        layout=template_layout(settings),
     )
     one_line = shape.mode is Mode.LINE and not settings.continue_in_background
     request = CompletionRequest(
@@ -277,6 +286,49 @@ def render_request(
         document=f"{ctx.repo_name}/{ctx.file_path}",
     )
     return request, shape
+
+
+def resolved_layout(settings: CompletionSettings, prompting: Prompting) -> CompletionSettings:
+    """The settings with `promptLayout` auto made what it is for this model: lineStart with
+    token healing where `prompting.auto_heals`, the cursor layout otherwise (lineStart
+    unhealed is the worst prompt of the three: docs/results.md, "Where the hole starts").
+    cursor and lineStart are left as they are."""
+    if settings.prompt_layout != "auto":
+        return settings
+    heals = prompting.auto_heals
+    return settings.model_copy(
+        update={"prompt_layout": "lineStart" if heals else "cursor", "token_healing": heals}
+    )
+
+
+def template_layout(settings: CompletionSettings) -> PromptLayout:
+    """The layout a template renders: `resolved_layout` has made auto cursor or lineStart."""
+    layout = settings.prompt_layout
+    if layout == "auto":
+        raise ValueError("completion.promptLayout auto is resolved per model (resolved_layout)")
+    return layout
+
+
+def auto_healing_refusal(
+    template: PromptTemplate, encoder: PromptEncoder | None, owned_by: str, takes_grammar: bool
+) -> str | None:
+    """Why `completion.promptLayout` auto keeps the cursor layout for this model, or None
+    where it heals. Healing needs the template's lineStart layout and the served model's
+    tokenizer here, and, to win, the grammar that lets a healed answer end with the
+    template's end token: under a regex alone (SGLang's `regex`, an xgrammar-only vLLM)
+    answers ran on past the line's end and scored far below the cursor layout
+    (docs/results/prompt_layout.txt)."""
+    if not template.line_start:
+        return f"the {template.family} template keeps the typed part in the prefix"
+    if encoder is None:
+        return "no tokenizer of the served model here, or the backend is not vLLM or SGLang"
+    if engine_of(owned_by) != "vllm":
+        return "the backend (SGLang) takes healing's constraint as a regex only"
+    if not template.stop_token_ids:
+        return "the template has no end tokens for the healing grammar to name"
+    if not takes_grammar:
+        return "the backend refused token healing's grammar"
+    return None
 
 
 def heal_request(
@@ -316,27 +368,41 @@ def healing_state(template: PromptTemplate, encoder: PromptEncoder | None, model
     return f"on for {model} ({template.family} template)"
 
 
+def auto_healing_state(template: PromptTemplate, model: str, refusal: str | None) -> str:
+    """What `completion.promptLayout` auto chose for this model, and why (a log line)."""
+    if refusal is None:
+        return (
+            f"on for {model} ({template.family} template): completion.promptLayout auto "
+            "lays prompts out lineStart and heals them (a vLLM backend, its tokenizer here)"
+        )
+    return (
+        f"off for {model}: completion.promptLayout auto lays prompts out at the cursor: {refusal}"
+    )
+
+
 @functools.cache
 def warn_unhealed() -> None:
     """Once per server: a backend ignored the healing constraint (said why, once)."""
     log.warning(
         "token healing: the backend's answer did not start with the characters it was "
         "asked to, so it was dropped; does it ignore structured outputs? (turn "
-        "completion.tokenHealing off for it)"
+        "completion.tokenHealing off for it; promptLayout auto stops healing by itself)"
     )
 
 
-async def after_answer_prefix(stream: AsyncGenerator[str], forced: str) -> AsyncGenerator[str]:
+async def after_answer_prefix(
+    stream: AsyncGenerator[str], forced: str, unhealed: Callable[[], None] = warn_unhealed
+) -> AsyncGenerator[str]:
     """A healed request's stream as the editor is to see it: each snapshot without the
     characters the answer was made to start with (they are typed already). An answer that
     does not start with them (a backend that ignored the constraint) ends the stream, as
-    its text would not continue what was typed."""
+    its text would not continue what was typed, and `unhealed` is called."""
     try:
         async for snapshot in stream:
             if snapshot.startswith(forced):
                 yield snapshot[len(forced) :]
             elif not forced.startswith(snapshot):
-                warn_unhealed()
+                unhealed()
                 return
     finally:
         await close_uninterrupted(stream.aclose())
@@ -356,6 +422,8 @@ class Completer:
         self.backend = backend
         self._prompting: dict[tuple[str, str | None, str], Prompting] = {}
         self._slots: tuple[int, asyncio.Semaphore] | None = None
+        self._ignores_healing = False
+        """Whether the backend answered a healed prompt without its forced characters."""
 
     def slots(self, limit: int) -> asyncio.Semaphore:
         """The global cap on model requests in flight, across documents (each document
@@ -390,10 +458,44 @@ class Completer:
             encoder = None
             if counter.tokenizer is not None and vllm_fields:
                 encoder = PromptEncoder(counter.tokenizer)
-            self._prompting[key] = Prompting(template, counter, encoder)
-            if settings.token_healing and settings.prompt_layout == "lineStart":
+            takes_grammar = self.backend.sends_healing_grammar and not self._ignores_healing
+            refusal = auto_healing_refusal(template, encoder, model.owned_by, takes_grammar)
+            self._prompting[key] = Prompting(template, counter, encoder, refusal is None)
+            if settings.prompt_layout == "auto":
+                log.info("token healing: %s", auto_healing_state(template, model.id, refusal))
+            elif settings.token_healing and settings.prompt_layout == "lineStart":
                 log.info("token healing: %s", healing_state(template, encoder, model.id))
         return self._prompting[key]
+
+    def _still_heals(self, prompting: Prompting) -> Prompting:
+        """`prompting`, no longer healing under `promptLayout` auto once the backend has
+        shown it does not honour healing: it refused the grammar (a regex alone lets healed
+        answers run on past the line's end) or answered without the forced characters.
+        Said once; every model of this backend keeps the cursor layout from then on."""
+        if not prompting.auto_heals:
+            return prompting
+        if not self.backend.sends_healing_grammar:
+            why = "the backend refused token healing's grammar"
+        elif self._ignores_healing:
+            why = "the backend answered a healed prompt without its forced characters"
+        else:
+            return prompting
+        log.warning(
+            "token healing: off from now on: %s, so completion.promptLayout auto lays "
+            "prompts out at the cursor for this backend (under a regex, or unconstrained, "
+            "healed prompts score far below it: "
+            "docs/results.md#where-the-hole-starts-promptlayout-and-token-healing)",
+            why,
+        )
+        self._prompting = {
+            key: dataclasses.replace(p, auto_heals=False) for key, p in self._prompting.items()
+        }
+        return dataclasses.replace(prompting, auto_heals=False)
+
+    def _unhealed(self) -> None:
+        """A backend ignored a healed prompt's constraint: said once, and auto stops healing."""
+        warn_unhealed()
+        self._ignores_healing = True
 
     async def complete(
         self,
@@ -412,7 +514,11 @@ class Completer:
                 span.failed(exc)
                 return Suggestion(text="", mode=Mode.LINE, error=str(exc))
             raise_if_cancelled()
-            settings = self._fitted(settings, await self.backend.model())
+            if settings.prompt_layout == "auto":
+                prompting = self._still_heals(prompting)
+            settings = resolved_layout(
+                self._fitted(settings, await self.backend.model()), prompting
+            )
         planned = time.perf_counter()
         with tracing.span(CONTEXT_SPAN):
             context = build_context(ctx, settings, prompting)
@@ -540,7 +646,7 @@ class Completer:
                     self.backend, request, policy, stats, decode
                 )
                 if request.answer_prefix:
-                    stream = after_answer_prefix(stream, request.answer_prefix)
+                    stream = after_answer_prefix(stream, request.answer_prefix, self._unhealed)
                 handed_over = False
                 try:
                     async for snapshot in stream:
