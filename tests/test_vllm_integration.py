@@ -49,6 +49,10 @@ CPU_SETTINGS = {
     "chunkGapMs": 30_000,
     "totalTimeoutMs": 120_000,
 }
+AT_THE_CURSOR = {"promptLayout": "cursor"}
+"""For the tests that compare the server's answer with vLLM's own for `plan_request`'s
+prompt (`direct_completion`, laid out at the cursor): the default, auto, heals here (the
+model folder's tokenizer, a vLLM), which tests/test_prompt_layout_auto.py covers."""
 
 
 @pytest.fixture(scope="session")
@@ -68,9 +72,8 @@ def vllm_url() -> Iterator[str]:
 
 @pytest_lsp.fixture(config=CONFIG)
 async def editor(lsp_client: LanguageClient, vllm_url: str, workspace: Path) -> AsyncIterator[None]:
-    await start_session(
-        lsp_client, "vscode", workspace, {"backend": {"url": vllm_url, **CPU_SETTINGS}}
-    )
+    options = {"backend": {"url": vllm_url, **CPU_SETTINGS}, "completion": AT_THE_CURSOR}
+    await start_session(lsp_client, "vscode", workspace, options)
     yield
     await lsp_client.shutdown_session()
 
@@ -155,7 +158,8 @@ def test_prompt_token_ids_are_vllms_own_tokenization(vllm_url: str, workspace: P
 async def test_completion_fallback_works_against_vllm(
     fresh: LanguageClient, vllm_url: str, workspace: Path
 ) -> None:
-    await start_session(fresh, "neovim", workspace, {"backend": {"url": vllm_url, **CPU_SETTINGS}})
+    options = {"backend": {"url": vllm_url, **CPU_SETTINGS}, "completion": AT_THE_CURSOR}
+    await start_session(fresh, "neovim", workspace, options)
     # in a comment, so that whatever the random weights say still parses
     marked = "def area(width, height):\n    return width  # the width█\n"
     text, position = cursor_at(marked)

@@ -13,10 +13,12 @@ suggestion is what an editor would insert. The filled program is `prefix + sugge
 
 `--raw FILE` asks the backend directly instead, with the prompt the server would build
 (server.completion.request.plan_request) and no stop rules of ours (only the template's stop
-strings, up to --max-tokens): the model's raw output, kept to replay the server's filters
-offline (`--replay FILE`) while working on them; `--ceiling` replays a perfect model's
-output instead. SAFIM's block and control sets (`--dataset safim-block`) run the same way,
-the cursor where the program's `{{completion}}` is.
+strings, up to --max-tokens), laid out at the cursor and unhealed (`promptLayout` auto
+heals only a request the server sends, where a vLLM has the model's tokenizer here; set
+promptLayout cursor to compare a server run with it): the model's raw output, kept to
+replay the server's filters offline (`--replay FILE`) while working on them; `--ceiling`
+replays a perfect model's output instead. SAFIM's block and control sets (`--dataset
+safim-block`) run the same way, the cursor where the program's `{{completion}}` is.
 """
 
 from __future__ import annotations
