@@ -112,7 +112,7 @@ def test_a_recorded_editor_is_replayed_request_for_request(
 
     fake.reset()
     fake.script(slow_lines)
-    length_s = recorded[-1]["sent"] - recorded[0]["sent"]
+    length_s = load_traces(traces)[0].requests[-1].at_s  # from the editor's start (recorded)
     replay_run = run_bench(
         "run", "--backend-url", fake.url, "--users", "0", "--replay", str(traces),
         "--replay-users", "1", "--no-replay-salt", "--step-seconds", f"{length_s + 0.5:.1f}",

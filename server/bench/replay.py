@@ -27,12 +27,16 @@ reading on for the block. Without that, a trace recorded at a light load would k
 sending the speculative requests a loaded server stops.
 
 Replayed user `u` plays trace `u mod n` from a phase of its own (copies of one trace are
-spread over its length by the golden ratio), looping it, and by default salts its prompts
-(`cache_salt`) per user and per loop, so that neither two copies of one trace nor a loop
-and the one before it (the same prompts again) share vLLM's prefix cache and the load is
-not flattered. The body is sent as recorded (text or token ids, priority), but for
-the model's name, which is the backend's, and the fields another engine reads otherwise
-(TensorRT-LLM: no vLLM extensions, no salt, its own priority scale).
+spread over its length by the golden ratio), looping it. A loop is the recorded user's whole
+span (`RECORDING_FILE`, written by `--record`: from its editor's start to the bench's stop),
+so the pauses before its first request and after its last stay and a developer who reads
+for seconds between edits loads the backend as much as when recorded; a trace folder
+without that record loops from its first request to its last, and `LOOP_GAP_S`. By
+default it salts its prompts (`cache_salt`) per user and per loop, so that neither two
+copies of one trace nor a loop and the one before it (the same prompts again) share vLLM's
+prefix cache and the load is not flattered. The body is sent as recorded (text or token
+ids, priority), but for the model's name, which is the backend's, and the fields another
+engine reads otherwise (TensorRT-LLM: no vLLM extensions, no salt, its own priority scale).
 
 Each request gives one record (`RECORD_FIELDS`); `server.bench.stats.summarize_replay`
 reads them.
@@ -64,7 +68,11 @@ from server.config import CompletionSettings
 THROTTLE_MS: float = CompletionSettings.model_fields["background_throttle_ms"].default
 """`completion.backgroundThrottleMs` by default: replayed users throttle as servers do."""
 LOOP_GAP_S = 1.0
-"""Silence between the end of a trace and its start again, when a replayed user loops."""
+"""Silence between a trace's last request and its start again, when a replayed user loops
+(the least, when the recorded span is known)."""
+RECORDING_FILE = "recording.json"
+"""Beside the traces: each recorded user's span, `{"users": {"user-0": {"start": s, "end": s}}}`
+on the traces' clock (`sent`: seconds since the epoch)."""
 GOLDEN = 0.6180339887498949
 RECORD_FIELDS = {
     "replayed": "the replayed user",
@@ -88,7 +96,8 @@ class ReplayError(Exception):
 @dataclass(frozen=True)
 class TracedRequest:
     at_s: float
-    """Seconds after the trace's first request."""
+    """Seconds after the recorded user's start (without a record of it, after the trace's
+    first request)."""
     body: dict[str, Any]
     end: str
     end_ms: float
@@ -110,17 +119,21 @@ class TracedRequest:
 class Trace:
     name: str
     requests: tuple[TracedRequest, ...]
+    recorded_s: float | None = None
+    """How long its user was recorded, when the recording says (`RECORDING_FILE`)."""
 
     @property
     def length_s(self) -> float:
-        """One loop: from the first request to the last, and a pause."""
-        return self.requests[-1].at_s + LOOP_GAP_S
+        """One loop: the recorded span, or else from the first request to the last; and at
+        least a pause after the last."""
+        return max(self.recorded_s or 0.0, self.requests[-1].at_s + LOOP_GAP_S)
 
 
 def load_traces(path: Path, engine: str = "vllm") -> list[Trace]:
     """The traces of a folder (one `*.jsonl` per recorded user), or one trace file; the
     bodies as `engine` takes them (`server.backend.engines.body_for`)."""
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    spans = read_spans(path if path.is_dir() else path.parent)
     traces = []
     for file in files:
         try:
@@ -130,6 +143,11 @@ def load_traces(path: Path, engine: str = "vllm") -> list[Trace]:
         if not lines:
             continue
         start = float(lines[0]["sent"])
+        recorded_s = None
+        if file.stem in spans:
+            span_start, span_end = spans[file.stem]
+            start = min(start, span_start)
+            recorded_s = span_end - start
         requests = tuple(
             TracedRequest(
                 at_s=float(line["sent"]) - start,
@@ -143,10 +161,36 @@ def load_traces(path: Path, engine: str = "vllm") -> list[Trace]:
             )
             for line in lines
         )
-        traces.append(Trace(file.stem, requests))
+        traces.append(Trace(file.stem, requests, recorded_s))
     if not traces:
         raise ReplayError(f"no recorded requests under {path} (record some with --record)")
     return traces
+
+
+def read_spans(folder: Path) -> dict[str, tuple[float, float]]:
+    """(start, end) of each recorded user by its trace's name; none for a folder recorded
+    before `RECORDING_FILE` was written."""
+    file = folder / RECORDING_FILE
+    if not file.exists():
+        return {}
+    try:
+        users = json.loads(file.read_text(encoding="utf-8"))["users"]
+        return {name: (float(s["start"]), float(s["end"])) for name, s in users.items()}
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ReplayError(f"cannot read the recorded spans {file}: {exc!r}") from None
+
+
+def write_spans(folder: Path, spans: dict[str, tuple[float, float]]) -> None:
+    """Add the recorded users' spans (seconds since the epoch, the traces' clock) to
+    `RECORDING_FILE`, keeping those of users this recording did not trace."""
+    try:
+        known = read_spans(folder)
+    except ReplayError:
+        known = {}
+    known.update(spans)
+    users = {name: {"start": round(a, 6), "end": round(b, 6)} for name, (a, b) in known.items()}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / RECORDING_FILE).write_text(json.dumps({"users": users}, indent=1) + "\n")
 
 
 def _fields_json(body: dict[str, Any]) -> bytes:

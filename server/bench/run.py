@@ -44,7 +44,7 @@ import httpx
 from server.backend.local_vllm import served_models
 from server.bench.engine_metrics import NAMES, MetricNames, engine_at
 from server.bench.profiles import DeveloperProfile
-from server.bench.replay import THROTTLE_MS, ReplayError, load_traces
+from server.bench.replay import THROTTLE_MS, ReplayError, load_traces, write_spans
 from server.bench.stats import (
     cdf,
     keystroke_latencies,
@@ -97,7 +97,8 @@ class BenchOptions:
     progress_bar: bool = True
     """Redraw a progress line on stderr (a terminal); else one line per step."""
     record: Path | None = None
-    """Trace every editor's backend requests to RECORD/user-N.jsonl (`log.requestTrace`)."""
+    """Trace every editor's backend requests to RECORD/user-N.jsonl (`log.requestTrace`),
+    and each editor's span to RECORD/recording.json (`server.bench.replay.RECORDING_FILE`)."""
     replay: Path | None = None
     """Traces to replay; `replay_users` replayed users per step run beside the editors."""
     replay_users: list[int] = field(default_factory=list)
@@ -175,6 +176,8 @@ class Bench:
         self.records: list[Record] = []
         self.lags: list[tuple[float, float]] = []
         self.ready: set[int] = set()
+        self.ready_at: dict[int, float] = {}
+        """Monotonic time each editor started typing: where its recorded span begins."""
         self.failures: list[str] = []
         self.warnings: list[str] = []
         self.workers: list[WorkerProcess] = []
@@ -191,6 +194,7 @@ class Bench:
             self.lags.append((event["t"], event["lag"]))
         elif "ready" in event:
             self.ready.add(event["user"])
+            self.ready_at[event["user"]] = float(event["ready"])
         elif "failed" in event:
             self.failures.append(f"user {event['user']}: {event['failed']}")
         elif "warning" in event:
@@ -236,10 +240,27 @@ class Bench:
                 else:
                     self._progress(f"step {number}: {step.skipped}", end=True)
         finally:
+            stopped = time.monotonic()
             await self._stop_workers()
+            self._write_spans(stopped)
         floor = await self._floor(steps)
         shutil.rmtree(cache_dir, ignore_errors=True)
         return self._results(steps, floor, started, len(lines))
+
+    def _write_spans(self, stopped: float) -> None:
+        """With `--record`, each editor's span beside its trace, from its start to the stop,
+        so that replay keeps the silence before its first request and after its last."""
+        if self.options.record is None:
+            return
+        to_wall = time.time() - time.monotonic()  # the traces' clock (`sent`)
+        spans = {
+            f"user-{user}": (ready + to_wall, stopped + to_wall)
+            for user, ready in self.ready_at.items()
+        }
+        try:
+            write_spans(self.options.record.resolve(), spans)
+        except OSError as exc:
+            self.warnings.append(f"cannot write the recorded spans: {exc}")
 
     def _worker_config(self, cache_dir: Path) -> dict[str, Any]:
         options = self.options
