@@ -25,6 +25,7 @@ import zlib
 from pathlib import Path
 
 FIM_PREFIX, FIM_SUFFIX, FILE_SEP = "<|fim_prefix|>", "<|fim_suffix|>", "<|file_sep|>"
+FIM_MIDDLE = "<|fim_middle|>"
 TAIL_CHARS = 400
 """How much of the prefix's end is looked for in the file: enough to be unique."""
 ANSWER_CHARS = 800
@@ -48,6 +49,8 @@ class Oracle:
             return None
         head, rest = prompt.split(FIM_PREFIX)
         prefix = rest.split(FIM_SUFFIX, 1)[0]
+        if FIM_MIDDLE in rest:  # lineStart layout: the typed part follows the middle marker
+            prefix += rest.rsplit(FIM_MIDDLE, 1)[1]
         path = head.rsplit(FILE_SEP, 1)[-1].split("\n", 1)[0].strip()
         text = self._file(path)
         if text is None or not prefix:

@@ -131,7 +131,7 @@ FORCED_START = re.compile(r"((?:[^\\\[]|\\.)*)\[\\s\\S\]\*")
 LITERAL (what a healed prompt sends, server.backend.client.starting_with)."""
 
 FORCED_START_GRAMMAR = re.compile(
-    r'start: ("(?:[^"\\\\]|\\\\.)*") /\(\.\|\\n\)\*/ \((<\[\d+\]>(?: \| <\[\d+\]>)*)\)\?'
+    r'start: ("(?:[^"\\]|\\.)*") /\(\.\|\\n\)\*/ \((<\[\d+\]>(?: \| <\[\d+\]>)*)\)\?'
 )
 """The one Lark grammar shape the fake honours (server.backend.client.healing_grammar):
 a JSON string the answer starts with, anything, then optionally one of the end tokens."""

@@ -77,3 +77,14 @@ def test_the_literal_is_a_json_string() -> None:
     literal = grammar.removeprefix("start: ").split(" /", 1)[0]
     assert json.loads(literal) == FORCED
     assert grammar.endswith("(<[1]> | <[2]>)?")
+
+
+def test_the_fake_model_reads_the_grammar_the_server_sends() -> None:
+    """The tests' fake honours exactly the grammar above: a forced text with a quote or a
+    backslash once made it answer 400, which the server took for a vLLM refusing the
+    grammar (promptLayout auto then fell back to the cursor layout for good)."""
+    from fake_server import forced_start
+
+    body = {"structured_outputs": {"grammar": healing_grammar(FORCED, (1, 2))}}
+    assert forced_start(body) == FORCED
+    assert forced_start({"structured_outputs": {"grammar": healing_grammar("f", (7,))}}) == "f"
