@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_helpers import BENCH_SETTINGS, answered_project, make_project, run_bench
+from bench_helpers import BENCH_SETTINGS, answered_project, line_rules, make_project, run_bench
 from conftest import server_env
 from fake_openai import FakeBackend
 from lsprotocol import types
+from tokenizer_helpers import real_qwen_tokenizer_file
 
 from server.bench.editor_session import EditorSession
 from server.bench.run import report
@@ -255,6 +256,36 @@ def test_a_suggestion_is_right_only_when_it_is_the_rest_of_the_line(tmp_path: Pa
     assert not asyncio.run(judge("sum(item)", "sum(items)"))
     assert not asyncio.run(judge("\nreturn total", ""))
     assert len(emitted) == 3 and all(r["outcome"] == "answered" for r in emitted)
+
+
+@pytest.mark.timeout(300)
+def test_the_floor_sends_prompts_of_token_ids_as_the_server_did(
+    fake: FakeBackend, tmp_path: Path
+) -> None:
+    """Against a vLLM whose tokenizer is here the server sends prompts as token ids; the
+    floor sends the same ids straight to the backend (it once skipped every such prompt,
+    so no vLLM run since had a floor)."""
+    root = answered_project(fake, tmp_path / "project")
+    fake.script(line_rules(root), tokenizer=real_qwen_tokenizer_file())
+    settings = {
+        "backend": {**BENCH_SETTINGS["backend"], "promptTokenIds": True},
+        "completion": {
+            **BENCH_SETTINGS["completion"],
+            "tokenizer": str(real_qwen_tokenizer_file()),
+            "promptLayout": "cursor",
+        },
+    }
+    out = tmp_path / "results"
+    finished = run_bench(
+        "run", str(root), "--backend-url", fake.url, "--users", "1",
+        "--step-seconds", "6", "--warmup-seconds", "1", "--speed", "2",
+        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(settings),
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    prompts = [event["body"]["prompt"] for event in fake.events()]
+    assert prompts and all(isinstance(prompt, list) for prompt in prompts)
+    assert results["floor"]["prompts"] > 0 and results["floor"]["ttftMs"]["p50"] > 0
 
 
 @pytest.mark.timeout(300)

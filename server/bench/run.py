@@ -430,15 +430,14 @@ class Bench:
             print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
     async def _floor(self, steps: list[Step]) -> dict[str, Any] | None:
-        """The first user's requests of the first step, straight to the backend."""
+        """The first user's requests of the first step, straight to the backend, as the
+        server sent them (text, or token ids: vLLM's default since prompts went as ids)."""
         measured = [s for s in steps if s.skipped is None]
         if not measured or self.options.floor_prompts <= 0:
             return None
         first = measured[0]
         requests = [
-            r["request"]
-            for r in self._in_step(first)
-            if r.get("user") == 0 and r.get("request") and not r["request"].get("prompt_ids")
+            r["request"] for r in self._in_step(first) if r.get("user") == 0 and r.get("request")
         ][: self.options.floor_prompts]
         if not requests:
             return None
