@@ -8,6 +8,10 @@
 #   carry [".gpu/wheels", ".gpu/eval/dev.tar.xz"] once, then e.g.
 #   NAME=real15 USERS=1,10,50,100,200,400 bash benchmarks/gpu/bench.sh
 # Then here: `headstart bench plot <files_at>/real15/results.json`.
+# Start vLLM with the flags `headstart backend start` gives it, `--scheduling-policy
+# priority` above all (docs/architecture.md): without it keystrokes wait behind prefetches,
+# vLLM 0.25.1 takes the priority field silently, and the figures are not capacity figures
+# (docs/bench.md, "One H100 at 7d9eea9").
 # Env: ENDPOINT (http://127.0.0.1:8000/v1), NAME (bench), USERS (1,10,50,100,200,400),
 #   STEP (30 s measured a step), WARMUP (5 s), REPO (rich-15.0.0: the package typed, from
 #   the dev task set), SETTINGS (server settings JSON), FLOOR (200 prompts), BENCH_ARGS
