@@ -27,6 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from server.metrics import percentiles
+
 FIELDS = {
     "queue": "gen_ai.latency.time_in_queue",
     "ttft": "gen_ai.latency.time_to_first_token",
@@ -61,11 +65,6 @@ def requests(path: Path) -> Iterator[dict[str, float]]:
             yield row
 
 
-def quantile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("spans", type=Path, help="the receiver's JSONL (or this script's CSV)")
@@ -92,21 +91,17 @@ def main() -> int:
     )
     for index in sorted(windows):
         group = windows[index]
-
-        def ms(key: str, share: float, group: list[dict[str, float]] = group) -> float:
-            return 1000 * quantile([row[key] for row in group], share)
-
-        def n(key: str, share: float, group: list[dict[str, float]] = group) -> float:
-            return quantile([row[key] for row in group], share)
-
+        p50, p99 = {}, {}
+        for key in FIELDS:
+            p50[key], p99[key] = percentiles([row[key] for row in group], [50, 99])
         print(
             f"{time.strftime('%H:%M:%S', time.gmtime(start / 1e9 + index * args.window))} "
             f"{len(group):>8}  "
-            f"{ms('queue', 0.5):>6.0f} / {ms('queue', 0.99):>5.0f}  "
-            f"{ms('ttft', 0.5):>6.0f} / {ms('ttft', 0.99):>5.0f}  "
-            f"{ms('prefill', 0.5):>8.0f} / {ms('prefill', 0.99):>5.0f}  "
-            f"{n('prompt', 0.5):>17.0f}  "
-            f"{n('completion', 0.5):>10.0f} / {n('completion', 0.99):.0f}"
+            f"{1000 * p50['queue']:>6.0f} / {1000 * p99['queue']:>5.0f}  "
+            f"{1000 * p50['ttft']:>6.0f} / {1000 * p99['ttft']:>5.0f}  "
+            f"{1000 * p50['prefill']:>8.0f} / {1000 * p99['prefill']:>5.0f}  "
+            f"{p50['prompt']:>17.0f}  "
+            f"{p50['completion']:>10.0f} / {p99['completion']:.0f}"
         )
     return 0
 
