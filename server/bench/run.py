@@ -175,9 +175,9 @@ class Bench:
         self.options = options
         self.records: list[Record] = []
         self.lags: list[tuple[float, float]] = []
-        self.ready: set[int] = set()
         self.ready_at: dict[int, float] = {}
-        """Monotonic time each editor started typing: where its recorded span begins."""
+        """The editors started, each with the monotonic time it started typing (where its
+        recorded span begins)."""
         self.failures: list[str] = []
         self.warnings: list[str] = []
         self.workers: list[WorkerProcess] = []
@@ -193,7 +193,6 @@ class Bench:
         if "lag" in event:
             self.lags.append((event["t"], event["lag"]))
         elif "ready" in event:
-            self.ready.add(event["user"])
             self.ready_at[event["user"]] = float(event["ready"])
         elif "failed" in event:
             self.failures.append(f"user {event['user']}: {event['failed']}")
@@ -351,13 +350,13 @@ class Bench:
             worker.users += 1
             self.users += 1
         deadline = time.monotonic() + options.start_timeout_s
-        while len(self.ready) < self.users and time.monotonic() < deadline:
+        while len(self.ready_at) < self.users and time.monotonic() < deadline:
             if self.failures:
                 raise BenchError("a simulated editor failed: " + self.failures[0])
-            self._progress(f"{title}: starting editors {len(self.ready)}/{self.users}")
+            self._progress(f"{title}: starting editors {len(self.ready_at)}/{self.users}")
             await asyncio.sleep(0.5)
-        if len(self.ready) < self.users:
-            raise BenchError(f"{title}: only {len(self.ready)} editors started in time")
+        if len(self.ready_at) < self.users:
+            raise BenchError(f"{title}: only {len(self.ready_at)} editors started in time")
         self._progress(f"{title}: {self.users} editors up", end=True)
         if step.replayed > self.replayed:
             await self._replay_drivers_up(title)
