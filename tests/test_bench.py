@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import statistics
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,20 @@ def test_a_suggestion_is_right_only_when_it_is_the_rest_of_the_line(tmp_path: Pa
     assert len(emitted) == 3 and all(r["outcome"] == "answered" for r in emitted)
 
 
+def run_steps(
+    fake: FakeBackend, root: Path, out: Path, users: str, settings: dict[str, Any]
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """`headstart bench run` on `root` against `fake` in 6 s steps of `users`, its floor
+    10 prompts: the finished run (checked to have succeeded) and its results.json."""
+    finished = run_bench(
+        "run", str(root), "--backend-url", fake.url, "--users", users,
+        "--step-seconds", "6", "--warmup-seconds", "1", "--speed", "2",
+        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(settings),
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    return finished, json.loads((out / "results.json").read_text())
+
+
 @pytest.mark.timeout(300)
 def test_the_floor_sends_prompts_of_token_ids_as_the_server_did(
     fake: FakeBackend, tmp_path: Path
@@ -275,14 +290,7 @@ def test_the_floor_sends_prompts_of_token_ids_as_the_server_did(
             "promptLayout": "cursor",
         },
     }
-    out = tmp_path / "results"
-    finished = run_bench(
-        "run", str(root), "--backend-url", fake.url, "--users", "1",
-        "--step-seconds", "6", "--warmup-seconds", "1", "--speed", "2",
-        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(settings),
-    )  # fmt: skip
-    assert finished.returncode == 0, finished.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
+    _, results = run_steps(fake, root, tmp_path / "results", "1", settings)
     prompts = [event["body"]["prompt"] for event in fake.events()]
     assert prompts and all(isinstance(prompt, list) for prompt in prompts)
     assert results["floor"]["prompts"] > 0 and results["floor"]["ttftMs"]["p50"] > 0
@@ -294,13 +302,7 @@ def test_bench_runs_load_steps_against_a_backend_and_plots_them(
 ) -> None:
     root = answered_project(fake, tmp_path / "project")
     out = tmp_path / "results"
-    finished = run_bench(
-        "run", str(root), "--backend-url", fake.url, "--users", "1,2",
-        "--step-seconds", "6", "--warmup-seconds", "1", "--speed", "2",
-        "--floor-prompts", "10", "--out", str(out), "--settings", json.dumps(BENCH_SETTINGS),
-    )  # fmt: skip
-    assert finished.returncode == 0, finished.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
+    finished, results = run_steps(fake, root, out, "1,2", BENCH_SETTINGS)
     assert [step["users"] for step in results["steps"]] == [1, 2]
     assert results["failures"] == []
     for step in results["steps"]:
