@@ -309,20 +309,30 @@ def template_layout(settings: CompletionSettings) -> PromptLayout:
     return layout
 
 
-def auto_healing_refusal(
-    template: PromptTemplate, encoder: PromptEncoder | None, owned_by: str, takes_grammar: bool
-) -> str | None:
-    """Why `completion.promptLayout` auto keeps the cursor layout for this model, or None
-    where it heals. Healing needs the template's lineStart layout and the served model's
-    tokenizer here, and, to win, the grammar that lets a healed answer end with the
-    template's end token: under a regex alone (SGLang's `regex`, an xgrammar-only vLLM)
-    answers ran on past the line's end and scored far below the cursor layout
-    (docs/results/prompt_layout.txt)."""
+def cannot_heal(template: PromptTemplate, encoder: PromptEncoder | None, model: str) -> str | None:
+    """Why no prompt for this model can be healed, or None: healing needs the template's
+    lineStart layout and the served model's tokenizer here (a vLLM or SGLang backend)."""
     if not template.line_start:
         return f"the {template.family} template keeps the typed part in the prefix"
     if encoder is None:
-        return "no tokenizer of the served model here, or the backend is not vLLM or SGLang"
-    if engine_of(owned_by) != "vllm":
+        return f"no tokenizer of {model} here, or the backend is not vLLM or SGLang"
+    return None
+
+
+def auto_healing_refusal(
+    template: PromptTemplate,
+    encoder: PromptEncoder | None,
+    model: ModelInfo,
+    takes_grammar: bool,
+) -> str | None:
+    """Why `completion.promptLayout` auto keeps the cursor layout for this model, or None
+    where it heals. Beyond what healing needs (`cannot_heal`), auto needs the grammar that
+    lets a healed answer end with the template's end token, to win: under a regex alone
+    (SGLang's `regex`, an xgrammar-only vLLM) answers ran on past the line's end and scored
+    far below the cursor layout (docs/results/prompt_layout.txt)."""
+    if why := cannot_heal(template, encoder, model.id):
+        return why
+    if engine_of(model.owned_by) != "vllm":
         return "the backend (SGLang) takes healing's constraint as a regex only"
     if not template.stop_token_ids:
         return "the template has no end tokens for the healing grammar to name"
@@ -361,10 +371,8 @@ def heal_request(
 def healing_state(template: PromptTemplate, encoder: PromptEncoder | None, model: str) -> str:
     """Whether `completion.tokenHealing` can work for this model, and if not why (a log
     line, so that a run that compares it can tell it was on)."""
-    if not template.line_start:
-        return f"off: the {template.family} template keeps the typed part in the prefix"
-    if encoder is None:
-        return f"off: no tokenizer of {model} here, or the backend is not vLLM or SGLang"
+    if why := cannot_heal(template, encoder, model):
+        return f"off: {why}"
     return f"on for {model} ({template.family} template)"
 
 
@@ -459,7 +467,7 @@ class Completer:
             if counter.tokenizer is not None and vllm_fields:
                 encoder = PromptEncoder(counter.tokenizer)
             takes_grammar = self.backend.sends_healing_grammar and not self._ignores_healing
-            refusal = auto_healing_refusal(template, encoder, model.owned_by, takes_grammar)
+            refusal = auto_healing_refusal(template, encoder, model, takes_grammar)
             self._prompting[key] = Prompting(template, counter, encoder, refusal is None)
             if settings.prompt_layout == "auto":
                 log.info("token healing: %s", auto_healing_state(template, model.id, refusal))
