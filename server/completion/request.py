@@ -323,10 +323,11 @@ def auto_healing_refusal(
     template: PromptTemplate,
     encoder: PromptEncoder | None,
     model: ModelInfo,
-    takes_grammar: bool,
+    backend_refusal: str | None,
 ) -> str | None:
     """Why `completion.promptLayout` auto keeps the cursor layout for this model, or None
-    where it heals. Beyond what healing needs (`cannot_heal`), auto needs the grammar that
+    where it heals. Beyond what healing needs (`cannot_heal`) and a backend that has not
+    shown it ignores healing (`backend_refusal`), auto needs the grammar that
     lets a healed answer end with the template's end token, to win: under a regex alone
     (SGLang's `regex`, an xgrammar-only vLLM) answers ran on past the line's end and scored
     far below the cursor layout (docs/results/prompt_layout.txt)."""
@@ -336,9 +337,7 @@ def auto_healing_refusal(
         return "the backend (SGLang) takes healing's constraint as a regex only"
     if not template.stop_token_ids:
         return "the template has no end tokens for the healing grammar to name"
-    if not takes_grammar:
-        return "the backend refused token healing's grammar"
-    return None
+    return backend_refusal
 
 
 def heal_request(
@@ -466,8 +465,7 @@ class Completer:
             encoder = None
             if counter.tokenizer is not None and vllm_fields:
                 encoder = PromptEncoder(counter.tokenizer)
-            takes_grammar = self.backend.sends_healing_grammar and not self._ignores_healing
-            refusal = auto_healing_refusal(template, encoder, model, takes_grammar)
+            refusal = auto_healing_refusal(template, encoder, model, self._healing_refused())
             self._prompting[key] = Prompting(template, counter, encoder, refusal is None)
             if settings.prompt_layout == "auto":
                 log.info("token healing: %s", auto_healing_state(template, model.id, refusal))
@@ -480,13 +478,7 @@ class Completer:
         shown it does not honour healing: it refused the grammar (a regex alone lets healed
         answers run on past the line's end) or answered without the forced characters.
         Said once; every model of this backend keeps the cursor layout from then on."""
-        if not prompting.auto_heals:
-            return prompting
-        if not self.backend.sends_healing_grammar:
-            why = "the backend refused token healing's grammar"
-        elif self._ignores_healing:
-            why = "the backend answered a healed prompt without its forced characters"
-        else:
+        if not prompting.auto_heals or (why := self._healing_refused()) is None:
             return prompting
         log.warning(
             "token healing: off from now on: %s, so completion.promptLayout auto lays "
@@ -499,6 +491,14 @@ class Completer:
             key: dataclasses.replace(p, auto_heals=False) for key, p in self._prompting.items()
         }
         return dataclasses.replace(prompting, auto_heals=False)
+
+    def _healing_refused(self) -> str | None:
+        """How this backend has shown it does not honour healing, or None while it does."""
+        if not self.backend.sends_healing_grammar:
+            return "the backend refused token healing's grammar"
+        if self._ignores_healing:
+            return "the backend answered a healed prompt without its forced characters"
+        return None
 
     def _unhealed(self) -> None:
         """A backend ignored a healed prompt's constraint: said once, and auto stops healing."""
