@@ -323,6 +323,17 @@ class CompletionSettings(_Section):
         "moves within a step; larger steps keep it longer and show up to that many lines "
         "less.",
     )
+    window_keep_tokens: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="While the cursor stays in a document, the current file's text before "
+        "the cursor keeps starting where it did for the previous request as long as that "
+        "shows at most this many tokens less than starting afresh would and still fits; a "
+        "move down that pushes it on leaves this much room, so the next few moves keep the "
+        "new start. The prompt up to the cursor's line then stays in the backend's prefix "
+        "cache over edits a screen apart. 0: every request places it afresh.",
+    )
 
     @field_validator("tokenizer")
     @classmethod

@@ -19,6 +19,7 @@ from server.completion.context import (
     definitions,
     estimate_tokens,
     fit_prefix,
+    fit_prefix_kept,
     module_files,
 )
 
@@ -67,6 +68,34 @@ def test_the_prefix_fits_the_same_with_its_line_count_given(
     prefix = "\n".join(lines)
     given = fit_prefix(prefix, cap, estimate_tokens, step, lines=prefix.count("\n"))
     assert given == fit_prefix(prefix, cap, estimate_tokens, step)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab =\n", max_size=30), max_size=60),
+    cap=st.integers(min_value=0, max_value=120),
+    step=st.integers(min_value=1, max_value=9),
+    first_line=st.one_of(st.none(), st.integers(min_value=-2, max_value=70)),
+    slack=st.integers(min_value=0, max_value=60),
+)
+def test_a_kept_window_start_is_a_tail_within_the_cap(
+    lines: list[str], cap: int, step: int, first_line: int | None, slack: int
+) -> None:
+    """Whatever the stay kept, the window is a tail of the text above the cursor that fits
+    the cap; kept, it starts at the kept line and shows at most `slack` tokens less than a
+    fresh window; with nothing kept, it is the fresh window."""
+    prefix = "\n".join(lines)
+    newlines = prefix.count("\n")
+    fresh = fit_prefix(prefix, cap, estimate_tokens, step, lines=newlines)
+    text, tokens = fit_prefix_kept(prefix, cap, estimate_tokens, step, newlines, first_line, slack)
+    assert prefix.endswith(text) and tokens == (estimate_tokens(text) if text else 0) <= max(
+        cap, fresh[1]
+    )
+    if first_line is None or slack == 0:
+        assert (text, tokens) == fresh
+    elif newlines - text.count("\n") == first_line != newlines - fresh[0].count("\n"):
+        assert prefix[: len(prefix) - len(text)].count("\n") == first_line
+        assert fresh[1] - slack <= tokens <= cap
 
 
 def reference_module_file(module: str, deps: frozenset[str]) -> list[str]:

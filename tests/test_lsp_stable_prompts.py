@@ -2,7 +2,8 @@
 cache keeps them (issue 37, "Stable prompts"): the snippets of other files are kept over
 the stay until the cursor's statement needs a definition they lack
 (`completion.keepSnippets`), the current file's window starts at a multiple of
-`completion.windowStepLines` lines, and the text after the cursor is not cut anew while
+`completion.windowStepLines` lines and, with `completion.windowKeepTokens`, keeps its
+start over moves a few lines apart, and the text after the cursor is not cut anew while
 keys are typed on one line. Over LSP, against the fake model, reading the prompts it got."""
 
 from __future__ import annotations
@@ -156,6 +157,30 @@ async def test_the_window_starts_at_a_step_and_stays_there_while_typing(
     (first,) = firsts
     assert first.startswith("total_") and first != "total_0 = 0 * 3 + len(str(0))"
     assert int(first.split(" ", 1)[0].removeprefix("total_")) % step == 0
+
+
+@pytest.mark.parametrize("keep", [0, 192])
+async def test_the_window_keeps_its_start_over_moves_a_few_lines_apart(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path, keep: int
+) -> None:
+    """With `windowKeepTokens`, the first move down past a full window moves its start
+    once, with room to spare, and the moves after it, up and down a few lines, keep that
+    start; without, the start follows the cursor a step at a time."""
+    await start(fresh, fake, workspace, contextTokens=1024, windowKeepTokens=keep)
+    path = workspace / "inventory" / "long_desk.py"
+    uri = open_document(fresh, path, LONG)
+
+    prompts = [
+        await prompt_for(fresh, fake, uri, types.Position(line=line, character=0))
+        for line in (200, 209, 212, 217, 214, 210)
+    ]
+
+    firsts = [hole(prompt)[0].split("\n", 1)[0] for prompt in prompts]
+    if keep:
+        assert firsts[1] != firsts[0] and len(set(firsts[1:])) == 1, firsts
+        assert len({snippets_part(prompt) for prompt in prompts[1:]}) == 1
+    else:
+        assert len(set(firsts)) > 2, firsts
 
 
 @pytest.mark.parametrize("layout", ["cursor", "lineStart"])

@@ -208,6 +208,7 @@ def settings_budget(settings: CompletionSettings, reserved: int) -> Budget:
         similar_cursor_line=settings.similar_code_cursor_line,
         prefix_step_lines=settings.window_step_lines,
         keep_snippets=settings.keep_snippets,
+        keep_window_tokens=settings.window_keep_tokens,
     )
 
 

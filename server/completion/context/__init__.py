@@ -79,7 +79,7 @@ from server.completion.context.definitions import CLASS_KINDS
 from server.completion.context.model import Budget, Context, Snippet, estimate_tokens
 from server.completion.context.near_duplicates import DUPLICATE_JACCARD, jaccard, leaf_tokens
 from server.completion.context.packing import build_context, default_overhead
-from server.completion.context.trimming import fit_prefix, fit_suffix
+from server.completion.context.trimming import fit_prefix, fit_prefix_kept, fit_suffix
 
 __all__ = [
     "CLASS_KINDS",
@@ -92,6 +92,7 @@ __all__ = [
     "default_overhead",
     "estimate_tokens",
     "fit_prefix",
+    "fit_prefix_kept",
     "fit_suffix",
     "jaccard",
     "leaf_tokens",

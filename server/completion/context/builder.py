@@ -164,6 +164,7 @@ class ContextBuilder(CandidateRanking, SimilarCode, SnippetKeeping):
             cursor=cursor,
             file_path=file_path,
             language=cursor.language,
+            window_first_line=self._window_first_line(file_path, budget),
         )
         if budget.keep_snippets:
             context = self._kept_or_fresh(
@@ -177,6 +178,7 @@ class ContextBuilder(CandidateRanking, SimilarCode, SnippetKeeping):
                 cursor,
             )
         self._remember(file_path, context.snippets)
+        self._keep_window(file_path, context, cursor)
         return context
 
     def prepare(self, file_path: str) -> int:

@@ -1,7 +1,11 @@
-"""Snippets kept over a stay in a document (`Budget.keep_snippets`,
-`completion.keepSnippets`): the previous build's snippet set is shown again, byte for
-byte and in the same order, while the cursor stays in the document, so the prompt before
-the current file stays in vLLM's prefix cache. Each changed set costs the backend that
+"""What a stay in a document keeps from build to build, so the prompt stays in vLLM's
+prefix cache: the snippets (`Budget.keep_snippets`, `completion.keepSnippets`) and the
+first line of the current file's window (`Budget.keep_window_tokens`,
+`completion.windowKeepTokens`, whose rule is `trimming.fit_prefix_kept`'s).
+
+The previous build's snippet set is shown again, byte for byte and in the same order,
+while the cursor stays in the document, so the prompt before the current file stays in
+the cache. Each changed set costs the backend that
 part and the whole current file after it; replayed typing showed changed snippets are
 most of what a user who stays in a file costs (docs/bench.md, "Prompt costs without a
 GPU").
@@ -65,10 +69,26 @@ class SnippetKeeping(SnippetMemory):
     _kept: tuple[str, tuple[Snippet, ...]] | None = None
     """(document, the snippets it keeps), in render order."""
 
+    _window: tuple[str, int] | None = None
+    """(document, the line its previous build's window started at)."""
+
     def forget(self, file_path: str) -> None:
         if self._kept is not None and self._kept[0] == file_path:
             self._kept = None
+        if self._window is not None and self._window[0] == file_path:
+            self._window = None
         super().forget(file_path)
+
+    def _window_first_line(self, file_path: str, budget: Budget) -> int | None:
+        """Where the stay's previous window started, for `build_context`; None for a new
+        stay or with `keep_window_tokens` off."""
+        if budget.keep_window_tokens <= 0 or self._window is None:
+            return None
+        return self._window[1] if self._window[0] == file_path else None
+
+    def _keep_window(self, file_path: str, context: Context, cursor: CursorInfo) -> None:
+        """Remember where this build's window started, for the next build's."""
+        self._window = (file_path, cursor.line - context.prefix.count("\n"))
 
     def _kept_or_fresh(
         self,
@@ -107,6 +127,7 @@ class SnippetKeeping(SnippetMemory):
             cursor=cursor,
             file_path=file_path,
             language=cursor.language,
+            window_first_line=self._window_first_line(file_path, budget),
         )
         if sorted(map(_key, _chosen(again.snippets))) != sorted(map(_key, kept)):
             self._kept = (file_path, chosen)

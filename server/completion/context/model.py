@@ -52,6 +52,11 @@ class Budget:
     keep_snippets: bool = False
     """Whether a build keeps the previous build's snippets for the same document while
     they fit and nothing clearly better turns up (`server.completion.context.keeping`)."""
+    keep_window_tokens: int = 0
+    """Over a stay in a document, the current file's window keeps the previous build's
+    first line while that shows at most this many tokens less than a fresh window (and
+    fits); a move down it forces leaves this much room (`trimming.fit_prefix_kept`). 0:
+    every build places the window afresh."""
     fim_suffix_tokens: int = 0
     """Most of the suffix kept in the fill-in-the-middle slot; the rest (the file's tail)
     becomes a snippet before the current file, where the prefix cache keeps it, since the

@@ -30,7 +30,7 @@ from server.completion.context.near_duplicates import (
     _near_duplicate,
     _remember_head_tokens,
 )
-from server.completion.context.trimming import fit_prefix, fit_suffix
+from server.completion.context.trimming import fit_prefix_kept, fit_suffix
 from server.completion.cursor import CursorInfo
 
 MIN_CUT_TOKENS: Final = 64
@@ -59,6 +59,7 @@ def build_context(
     cursor: CursorInfo | None = None,
     file_path: str = "",
     language: str | None = None,
+    window_first_line: int | None = None,
 ) -> Context:
     """Fit snippets, suffix and prefix into `budget`.
 
@@ -66,7 +67,9 @@ def build_context(
     cross-file cap, skipping near-duplicates of those already taken and those whose lines
     the current file's window already shows; then the suffix, up to its cap, trimmed from
     the bottom; then the prefix gets everything left, trimmed from the top, its first line
-    a multiple of `budget.prefix_step_lines`. When the prefix is cut, the import
+    a multiple of `budget.prefix_step_lines`, or `window_first_line` (the line the
+    previous build's window for this document started at) within
+    `budget.keep_window_tokens` (`fit_prefix_kept`). When the prefix is cut, the import
     statements of what it lost (`file_path`'s, in `language`) take up to
     `budget.head_cap` of its room.
     Snippets come back in render order."""
@@ -109,7 +112,19 @@ def build_context(
                 suffix_text, suffix_tokens = near, near_tokens
     room = available - used - suffix_tokens
     lines = cursor.line if cursor is not None else None
-    prefix_text, prefix_tokens = fit_prefix(prefix, room, count, budget.prefix_step_lines, lines)
+
+    def fit(cap: int) -> tuple[str, int]:
+        return fit_prefix_kept(
+            prefix,
+            cap,
+            count,
+            budget.prefix_step_lines,
+            lines,
+            window_first_line,
+            budget.keep_window_tokens,
+        )
+
+    prefix_text, prefix_tokens = fit(room)
     if len(prefix_text) < len(prefix) and file_path and budget.head_cap > 0:
         found = _file_head(
             file_path,
@@ -123,9 +138,7 @@ def build_context(
             head, head_tokens = found
             chosen.append(head)
             used += head_tokens
-            prefix_text, prefix_tokens = fit_prefix(
-                prefix, room - head_tokens, count, budget.prefix_step_lines, lines
-            )
+            prefix_text, prefix_tokens = fit(room - head_tokens)
     snippets = tuple(sorted(chosen, key=lambda s: s.order))
     return Context(
         prefix_text,

@@ -45,6 +45,53 @@ def fit_prefix(
     return _fit_chars_from_end(prefix[last_line:], cap, count)
 
 
+def fit_prefix_kept(
+    prefix: str,
+    cap: int,
+    count: Count,
+    step_lines: int,
+    lines: int | None,
+    first_line: int | None,
+    slack: int,
+) -> tuple[str, int]:
+    """`fit_prefix` over a stay in a document: the window starting at `first_line` (where
+    the previous build's for the same document started) while it fits `cap` and shows at
+    most `slack` tokens less than a fresh fit would. A move down that it no longer fits
+    leaves `slack` tokens of room below `cap`, so the moves down after it keep the new
+    start too. Without `first_line` (a new stay) or `slack`, `fit_prefix`'s window: the
+    prompt up to the current file's window, and the window itself, stay the same over a
+    few edits a screen apart, so the backend's prefix cache keeps them."""
+    fresh, fresh_tokens = fit_prefix(prefix, cap, count, step_lines, lines)
+    if first_line is None or slack <= 0:
+        return fresh, fresh_tokens
+    if lines is None:
+        lines = prefix.count("\n")
+    fresh_line = lines - fresh.count("\n")
+    fresh_start = len(prefix) - len(fresh)
+    if first_line == fresh_line or not 0 <= first_line <= lines:
+        return fresh, fresh_tokens
+    if fresh_start > 0 and prefix[fresh_start - 1] != "\n":  # the cursor's line alone is over
+        return fresh, fresh_tokens
+    start = _line_offset(prefix, fresh_start, fresh_line, first_line)
+    kept_tokens = count(prefix[start:])
+    if fresh_tokens - slack <= kept_tokens <= cap:
+        return prefix[start:], kept_tokens
+    if first_line < fresh_line and cap > slack:  # pushed down: start lower, with room
+        return fit_prefix(prefix, cap - slack, count, step_lines, lines)
+    return fresh, fresh_tokens
+
+
+def _line_offset(text: str, offset: int, line: int, wanted: int) -> int:
+    """Where line `wanted` of `text` starts, from `offset`, the start of line `line`."""
+    while line > wanted:
+        offset = text.rfind("\n", 0, max(0, offset - 1)) + 1
+        line -= 1
+    while line < wanted:
+        offset = text.index("\n", offset) + 1
+        line += 1
+    return offset
+
+
 def fit_suffix(suffix: str, cap: int, count: Count) -> tuple[str, int]:
     """The longest head of `suffix` that ends a line and counts at most `cap`."""
     if cap <= 0 or not suffix:
