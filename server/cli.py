@@ -167,6 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench_run.add_argument("--replay-drivers", type=int, help="processes (default: 1 per 200)")
     bench_run.add_argument(
+        "--replay-ramp-seconds",
+        type=float,
+        default=0.0,
+        help="start the replayed users a step adds over this many seconds, not at once; the "
+        "step's warm-up lasts at least as long",
+    )
+    bench_run.add_argument(
         "--metrics-urls",
         metavar="URL1,URL2,...",
         default="",
@@ -347,6 +354,7 @@ def bench_command(args: argparse.Namespace) -> int:
         replay_users=replay_users,
         replay_salt=not args.no_replay_salt,
         replay_drivers=args.replay_drivers,
+        replay_ramp_s=max(0.0, args.replay_ramp_seconds),
         metrics_urls=_url_list(args.metrics_urls),
     )
     try:
@@ -385,6 +393,7 @@ def bench_compare(args: argparse.Namespace) -> int:
         warmup_s=args.warmup_seconds,
         replay_salt=not args.no_replay_salt,
         replay_drivers=args.replay_drivers,
+        replay_ramp_s=max(0.0, args.replay_ramp_seconds),
         progress_bar=sys.stderr.isatty(),
     )
     from server.bench.run import BenchError

@@ -211,6 +211,35 @@ def test_replayed_copies_and_loops_are_salted_apart(fake: FakeBackend, tmp_path:
     assert {event["body"]["model"] for event in fake.events()} == {fake.model}
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ramp_s", [0.0, 3.0])
+def test_a_ramp_starts_the_replayed_users_of_a_step_one_after_another(
+    fake: FakeBackend, tmp_path: Path, ramp_s: float
+) -> None:
+    """With --replay-ramp-seconds, the i-th of a step's n replayed users starts at i/n of
+    the ramp, so their first prompts (none cached) do not reach the engine together; the
+    step is measured after it. Each user's first request then comes at its start plus
+    where its phase puts the trace's next request."""
+    fake.script([{"match": "", "text": "x = 1\n"}])
+    lines = [traced_line(100.0 + 0.1 * i, f"p{i}") for i in range(10)]
+    traces = write_trace(tmp_path / "traces", lines)
+
+    results = replay(fake, traces, tmp_path / "out", "--replay-users", "4",
+                     "--step-seconds", "2", "--replay-ramp-seconds", str(ramp_s))  # fmt: skip
+
+    firsts: dict[str, float] = {}
+    for event in fake.events():
+        firsts.setdefault(event["body"]["cache_salt"].split("-")[2], event["received_at"])
+    loaded = load_traces(traces)
+    due = [
+        ramp_s * user / 4 + next(schedule(loaded[0], phase_s(user, loaded)))[0] for user in range(4)
+    ]
+    got = [firsts[str(user)] - firsts["0"] for user in range(4)]
+    want = [at - due[0] for at in due]
+    assert all(abs(g - w) < 0.3 for g, w in zip(got, want, strict=True)), (got, want)
+    assert results["replayRampSeconds"] == ramp_s
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("throttle_ms", [50, 0])
 def test_a_replayed_user_pauses_background_work_as_its_server_would(

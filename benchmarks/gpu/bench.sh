@@ -27,8 +27,10 @@
 #   MODE=replay NAME=fim64 SETTINGS='{"completion":{"fimSuffixTokens":64}}' bash benchmarks/gpu/bench.sh
 # Env with MODE=replay: NAME (replay), RECORD_USERS (10), EDITORS (5: real editors beside
 #   the replay), REPLAY_USERS (100,300,1000), STEP (20), RECORD_STEP (STEP: the recording's,
-#   as long as a replayed user's loop), WARMUP (5), DRIVERS (4), TRACES, BENCH_ARGS (for
-#   both runs, e.g. "--lines-per-visit 20"), and the above. FLOOR is 0 for both runs.
+#   as long as a replayed user's loop), WARMUP (5), DRIVERS (4), RAMP (0: seconds over
+#   which a step's replayed users start, one after another; its warm-up lasts as long),
+#   TRACES, BENCH_ARGS (for both runs, e.g. "--lines-per-visit 20"), and the above. FLOOR
+#   is 0 for both runs.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${MODE:-}" = replay ]; then
@@ -40,7 +42,7 @@ if [ "${MODE:-}" = replay ]; then
   MODE= NAME=$name-record USERS=${RECORD_USERS:-10} STEP=${RECORD_STEP:-$STEP} \
     BENCH_ARGS="$more --record $traces" bash "$0" || exit 1
   MODE= NAME=$name-replay USERS=${EDITORS:-5} \
-    BENCH_ARGS="$more --replay $traces --replay-users ${REPLAY_USERS:-100,300,1000} --replay-drivers ${DRIVERS:-4}" \
+    BENCH_ARGS="$more --replay $traces --replay-users ${REPLAY_USERS:-100,300,1000} --replay-drivers ${DRIVERS:-4} --replay-ramp-seconds ${RAMP:-0}" \
     bash "$0"
   exit
 fi

@@ -33,6 +33,7 @@ class CompareOptions:
     warmup_s: float = 10.0
     replay_salt: bool = True
     replay_drivers: int | None = None
+    replay_ramp_s: float = 0.0
     progress_bar: bool = True
 
 
@@ -70,6 +71,7 @@ def run(options: CompareOptions) -> dict[str, Any]:
                 replay_users=[users],
                 replay_salt=options.replay_salt,
                 replay_drivers=options.replay_drivers,
+                replay_ramp_s=options.replay_ramp_s,
             )
         )
         results = asyncio.run(bench.run())

@@ -229,8 +229,11 @@ class ReplayedUser:
         salt: bool,
         emit: Callable[[Record], None],
         throttle_ms: float = THROTTLE_MS,
+        delay_s: float = 0.0,
     ) -> None:
         self.user = user
+        self.delay_s = delay_s
+        """When it starts, after being added (`RunOptions.replay_ramp_s`)."""
         self.trace = traces[user % len(traces)]
         self.phase = phase_s(user, traces)
         self.connections = connections
@@ -250,7 +253,7 @@ class ReplayedUser:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Send the schedule's requests on time until `stop`; then end those in flight."""
-        started = time.monotonic()
+        started = time.monotonic() + self.delay_s
         in_flight: set[asyncio.Task[None]] = set()
         for at, loop, request in schedule(self.trace, self.phase):
             due = started + at
@@ -397,7 +400,7 @@ class ReplayedUser:
 
 
 class ReplayDriver(Driver):
-    """A driver process of replayed users: `{"add": [{"user": 7}, ...]}`."""
+    """A driver process of replayed users: `{"add": [{"user": 7, "delayS": 0.5}, ...]}`."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__()
@@ -420,6 +423,7 @@ class ReplayDriver(Driver):
             self.salt,
             self.emit,
             self.throttle_ms,
+            float(user.get("delayS", 0.0)),
         )
         self.start(number, replayed.run(self.stop))
 

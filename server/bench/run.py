@@ -106,6 +106,11 @@ class BenchOptions:
     """Give each replayed user, and each loop of its trace, its own prefix cache (vLLM's
     `cache_salt`)."""
     replay_drivers: int | None = None
+    replay_ramp_s: float = 0.0
+    """Spread the starts of the replayed users a step adds over this many seconds (the
+    i-th of n at i/n of it), so that their first prompts, none of them cached yet, do not
+    reach the engine together; the step's warm-up lasts at least as long. Without it, 500
+    replayed developers started at once queued vLLM for seconds (docs/bench.md)."""
     metrics_urls: list[str] = field(default_factory=list)
     """The engines whose /metrics are read and summed (the replicas behind a router);
     none: the backend's."""
@@ -360,14 +365,17 @@ class Bench:
         self._progress(f"{title}: {self.users} editors up", end=True)
         if step.replayed > self.replayed:
             await self._replay_drivers_up(title)
+        added, first = step.replayed - self.replayed, self.replayed
         while self.replayed < step.replayed:
             driver = min(self.replay_drivers, key=lambda d: d.users)
-            driver.send({"add": [{"user": self.replayed}]})
+            delay_s = options.replay_ramp_s * (self.replayed - first) / max(1, added)
+            driver.send({"add": [{"user": self.replayed, "delayS": delay_s}]})
             driver.users += 1
             self.replayed += 1
+        warmup_s = max(options.warmup_s, options.replay_ramp_s if added > 0 else 0.0)
         # the step's clock starts with its users' warm-up, never after their first requests
-        started = time.monotonic() + options.warmup_s
-        await asyncio.sleep(options.warmup_s)
+        started = time.monotonic() + warmup_s
+        await asyncio.sleep(warmup_s)
         step.metrics_before = await self._scrape_engines()
         step.started = started
         while (elapsed := time.monotonic() - step.started) < options.step_s:
@@ -516,6 +524,7 @@ class Bench:
             "replayDrivers": len(self.replay_drivers),
             "replay": str(options.replay) if options.replay else None,
             "replaySalt": options.replay_salt,
+            "replayRampSeconds": options.replay_ramp_s,
             "recorded": str(options.record) if options.record else None,
             "steps": results,
             "floor": floor,
