@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 from conftest import ROOT, load_benchmark
-from tokenizer_helpers import real_qwen_tokenizer_file
+from tokenizer_helpers import tiny_tokenizer
 
 from server.bench.replay import load_traces, phase_s, schedule
 
@@ -69,8 +69,10 @@ def test_users_are_replayed_as_the_bench_replays_them(tmp_path: Path) -> None:
 
 def test_a_smaller_cache_computes_more_for_more_users(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "trace")
+    tokenizer = tmp_path / "tokenizer.json"
+    tiny_tokenizer().save(str(tokenizer))
     command = [sys.executable, str(SCRIPT), str(trace), "--users", "1,50"]
-    command += ["--tokenizer", str(real_qwen_tokenizer_file()), "--seconds", "12"]
+    command += ["--tokenizer", str(tokenizer), "--seconds", "12"]
 
     def cached(cache_tokens: int) -> list[float]:
         printed = subprocess.run(
