@@ -58,9 +58,9 @@ def fit_prefix_kept(
     the previous build's for the same document started) while it fits `cap` and shows at
     most `slack` tokens less than a fresh fit would. A move down that it no longer fits
     leaves `slack` tokens of room below `cap`, so the moves down after it keep the new
-    start too. Without `first_line` (a new stay) or `slack`, `fit_prefix`'s window: the
-    prompt up to the current file's window, and the window itself, stay the same over a
-    few edits a screen apart, so the backend's prefix cache keeps them."""
+    start too. Without `first_line` (a new stay) or `slack`, `fit_prefix`'s window. Why:
+    the window's start, and so the prompt up to the cursor's line, then stays the same
+    over edits a screen apart, and the backend's prefix cache keeps it."""
     fresh, fresh_tokens = fit_prefix(prefix, cap, count, step_lines, lines)
     if first_line is None or slack <= 0:
         return fresh, fresh_tokens
