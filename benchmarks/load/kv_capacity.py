@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -36,11 +35,11 @@ from tokenizers import Tokenizer
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from prompt_cache_sim import BLOCK, PrefixCache  # noqa: E402
 
 from server.bench.replay import ReplayError, Trace, load_traces, phase_s, schedule  # noqa: E402
-
-BLOCK = 16
-"""vLLM's default KV block size, in tokens."""
 
 
 class Replayed(NamedTuple):
@@ -65,24 +64,11 @@ def crowd(traces: list[Trace], users: int, seconds: float, encode: Encode) -> li
 
 
 def cached_tokens(requests: Iterable[Replayed], capacity_blocks: int) -> Iterator[int]:
-    """How many leading tokens of each prompt the cache held: full blocks keyed by their
-    salt and every token before them, the least recently used evicted past
-    `capacity_blocks` (0: unbounded)."""
-    cache: OrderedDict[int, None] = OrderedDict()
+    """How many leading tokens of each prompt one cache of `capacity_blocks` (0:
+    unbounded) held, each user's loop salted apart."""
+    cache = PrefixCache(capacity_blocks)
     for request in requests:
-        ids = request.ids
-        key, hit, counting = hash(request.salt), 0, True
-        for start in range(0, len(ids) - len(ids) % BLOCK, BLOCK):
-            key = hash((key, *ids[start : start + BLOCK]))
-            if counting and key in cache:
-                hit += BLOCK
-                cache.move_to_end(key)
-            else:
-                counting = False
-                cache[key] = None
-        while capacity_blocks and len(cache) > capacity_blocks:
-            cache.popitem(last=False)
-        yield hit
+        yield cache.cached(request.ids, hash(request.salt))
 
 
 def capacity_line(

@@ -43,7 +43,7 @@ import json
 import random
 import sys
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -199,23 +199,40 @@ def line_start(
     ]
 
 
+class PrefixCache:
+    """vLLM's block prefix cache: full blocks keyed by a seed (a `cache_salt`) and every
+    token before them, the least recently used evicted past `capacity_blocks` (0:
+    unbounded)."""
+
+    def __init__(self, capacity_blocks: int = 0) -> None:
+        self.capacity_blocks = capacity_blocks
+        self.blocks: OrderedDict[int, None] = OrderedDict()
+
+    def cached(self, ids: list[int], seed: int = 0) -> int:
+        """How many leading tokens of `ids` it held; then it holds all their full blocks."""
+        key, hit, counting = seed, 0, True
+        for start in range(0, len(ids) - len(ids) % BLOCK, BLOCK):
+            key = hash((key, *ids[start : start + BLOCK]))
+            if counting and key in self.blocks:
+                hit += BLOCK
+                if self.capacity_blocks:
+                    self.blocks.move_to_end(key)
+            else:
+                counting = False
+                self.blocks[key] = None
+        while self.capacity_blocks and len(self.blocks) > self.capacity_blocks:
+            self.blocks.popitem(last=False)
+        return hit
+
+
 def uncached(
     requests: Iterable[list[int]], route: Callable[[int, list[int]], int] | None = None
 ) -> Iterator[tuple[list[int], int]]:
     """Each prompt and how many of its leading tokens the prefix cache held (the cache
     of the replica `route` sends it to; one cache without it)."""
-    caches: dict[int, set[int]] = {}
+    caches: dict[int, PrefixCache] = {}
     for n, ids in enumerate(requests):
-        cached_blocks = caches.setdefault(route(n, ids) if route else 0, set())
-        key, hit, counting = 0, 0, True
-        for start in range(0, len(ids) - len(ids) % BLOCK, BLOCK):
-            key = hash((key, *ids[start : start + BLOCK]))
-            if counting and key in cached_blocks:
-                hit += BLOCK
-            else:
-                counting = False
-                cached_blocks.add(key)
-        yield ids, hit
+        yield ids, caches.setdefault(route(n, ids) if route else 0, PrefixCache()).cached(ids)
 
 
 def figures(cached: list[tuple[list[int], int]]) -> str:
