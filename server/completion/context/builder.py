@@ -178,7 +178,7 @@ class ContextBuilder(CandidateRanking, SimilarCode, SnippetKeeping):
                 cursor,
             )
         self._remember(file_path, context.snippets)
-        self._keep_window(file_path, context, cursor)
+        self._keep_window(file_path, context, cursor, budget)
         return context
 
     def prepare(self, file_path: str) -> int:

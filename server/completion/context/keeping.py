@@ -86,9 +86,13 @@ class SnippetKeeping(SnippetMemory):
             return None
         return self._window[1] if self._window[0] == file_path else None
 
-    def _keep_window(self, file_path: str, context: Context, cursor: CursorInfo) -> None:
-        """Remember where this build's window started, for the next build's."""
-        self._window = (file_path, cursor.line - context.prefix.count("\n"))
+    def _keep_window(
+        self, file_path: str, context: Context, cursor: CursorInfo, budget: Budget
+    ) -> None:
+        """Remember where this build's window started, for the next build's (with
+        `keep_window_tokens` on: a build does not count the prefix's lines for nothing)."""
+        if budget.keep_window_tokens > 0:
+            self._window = (file_path, cursor.line - context.prefix.count("\n"))
 
     def _kept_or_fresh(
         self,
