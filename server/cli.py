@@ -4,8 +4,10 @@ run|plot, aiapi generate."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -213,10 +215,19 @@ PRIVATE_UMASK = 0o077
 the user's code: readable by the user alone."""
 
 
+def dump_threads_on_signal() -> None:
+    """`kill -USR1 <pid>` writes every thread's Python stack to stderr (the editor's
+    server log; never stdout): what a server that stopped answering is waiting for, without
+    stopping it. No such signal on Windows."""
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+
+
 def serve_lsp(tcp: str | None) -> int:
     from server.lsp.handlers import server
 
     os.umask(PRIVATE_UMASK)
+    dump_threads_on_signal()
     server.start_logging()
     if tcp:
         host, _, port = tcp.rpartition(":")
