@@ -23,23 +23,21 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import (
-    ClientServerConfig,
-    LanguageClient,
-    client_capabilities,
-    make_test_lsp_client,
-)
+from pytest_lsp import LanguageClient, client_capabilities
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
+pytest.register_assert_rewrite("hang_guard")
 from fake_openai import FakeBackend  # noqa: E402
+from hang_guard import guarded_client, guarded_config  # noqa: E402
 from lsp_helpers import cursor_at, open_document, suggestion  # noqa: E402
 
 TEST_CACHE = Path(tempfile.mkdtemp(prefix="headstart-test-cache-"))
 """The servers under test keep their project caches here, not in the user's cache."""
 SERVER_COMMAND = [sys.executable, "-m", "server", "serve"]
+pytest_plugins = ("hang_guard",)
 
 
 def load_benchmark(path: str) -> ModuleType:
@@ -156,7 +154,7 @@ async def first_completion(
     return shown, event
 
 
-CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env())
+CONFIG = guarded_config(SERVER_COMMAND, server_env())
 
 
 @pytest_lsp.fixture(config=CONFIG, params=["vscode", "neovim"])
@@ -201,7 +199,7 @@ async def server_with_env(env: dict[str, str]) -> AsyncIterator[LanguageClient]:
     """A started server (the test initializes it) with `env` as its environment: for a
     setting that only initializationOptions and HEADSTART_* variables may give
     (server.config.MACHINE_SETTINGS) and a test's initializationOptions do not."""
-    client = make_test_lsp_client()
+    client = guarded_client()
     await client.start_io(*SERVER_COMMAND, env=env)
     try:
         yield client
@@ -213,11 +211,7 @@ async def server_with_env(env: dict[str, str]) -> AsyncIterator[LanguageClient]:
         await client.stop()
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=SERVER_COMMAND, server_env=server_env(HEADSTART_API_KEY="s3cret")
-    )
-)
+@pytest_lsp.fixture(config=guarded_config(SERVER_COMMAND, server_env(HEADSTART_API_KEY="s3cret")))
 async def keyed(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A started server whose environment holds HEADSTART_API_KEY=s3cret."""
     yield

@@ -27,11 +27,11 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import ROOT, server_env
+from conftest import ROOT, guarded_client, server_env
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, suggestion
 from lsprotocol import types
-from pytest_lsp import LanguageClient, make_test_lsp_client
+from pytest_lsp import LanguageClient
 
 from server.config import SettingsError, is_machine_setting, load_settings
 from server.settings_schema import render, section_schema
@@ -209,7 +209,7 @@ async def lsp4ij_session(
     """The template's server, started and initialized the way LSP4IJ does it. The backend
     URL comes in through the environment, as the server dialog's "Environment variables"
     would give it, so both JSON files are sent exactly as committed."""
-    client = make_test_lsp_client()
+    client = guarded_client()
     client.set_configuration(load("settings.json"))  # workspace/configuration answers
     await client.start_io(
         *template_command(), env=server_env(HEADSTART_BACKEND_URL=backend_url), cwd=workspace

@@ -13,20 +13,25 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from conftest import SERVER_COMMAND, end_session, fast_settings, server_env, start_session
+from conftest import (
+    SERVER_COMMAND,
+    end_session,
+    fast_settings,
+    guarded_config,
+    server_env,
+    start_session,
+)
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, partial_change, suggestion, wait_for_log
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 CACHE = Path(tempfile.mkdtemp(prefix="headstart-cache-faults-"))
 """This file's own cache folder (the environment's wins over the cacheDir setting)."""
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=SERVER_COMMAND, server_env=server_env(HEADSTART_CACHE_DIR=str(CACHE))
-    )
+    config=guarded_config(SERVER_COMMAND, server_env(HEADSTART_CACHE_DIR=str(CACHE)))
 )
 async def own_cache(lsp_client: LanguageClient) -> AsyncIterator[None]:
     yield

@@ -13,11 +13,18 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from conftest import SERVER_COMMAND, end_session, fast_settings, server_env, start_session
+from conftest import (
+    SERVER_COMMAND,
+    end_session,
+    fast_settings,
+    guarded_config,
+    server_env,
+    start_session,
+)
 from fake_openai import FakeBackend
 from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 from test_lsp_disk_faults import disk_changed
 
 SMALL_DISK = Path(tempfile.mkdtemp(prefix="headstart-small-disk-"))
@@ -43,10 +50,7 @@ def small_disk() -> Iterator[Path]:
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=SERVER_COMMAND,
-        server_env=server_env(HEADSTART_CACHE_DIR=str(SMALL_DISK / "cache")),
-    )
+    config=guarded_config(SERVER_COMMAND, server_env(HEADSTART_CACHE_DIR=str(SMALL_DISK / "cache")))
 )
 async def on_small_disk(lsp_client: LanguageClient) -> AsyncIterator[None]:
     yield

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import FAKE_VLLM, SERVER_COMMAND, server_env, start_session
+from conftest import FAKE_VLLM, SERVER_COMMAND, guarded_config, server_env, start_session
 from lsp_helpers import logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
@@ -42,7 +42,7 @@ def local_settings(model_dir: Path) -> dict[str, Any]:
 
 def editor_window(home: Path, **env: str) -> ClientServerConfig:
     environment = server_env(HEADSTART_HOME=str(home), **{COMMAND_ENV: FAKE_VLLM}, **env)
-    return ClientServerConfig(server_command=SERVER_COMMAND, server_env=environment)
+    return guarded_config(SERVER_COMMAND, environment)
 
 
 def progress_of(client: LanguageClient, title: str) -> list[Any]:

@@ -22,6 +22,7 @@ from conftest import (
     SERVER_COMMAND,
     end_session,
     fast_settings,
+    guarded_config,
     server_env,
     server_with_env,
     start_session,
@@ -29,7 +30,7 @@ from conftest import (
 from fake_openai import FakeBackend
 from lsp_helpers import logs, suggest_at, wait_for_log, wait_for_shown
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 TRAP = Path(tempfile.mkdtemp(prefix="headstart-trap-"))
 VLLM_RAN = TRAP / "vllm-ran"
@@ -50,9 +51,7 @@ GUARDED_ENV = server_env(
 del GUARDED_ENV["HEADSTART_CACHE_DIR"]  # the test's initializationOptions name it
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=SERVER_COMMAND, server_env=GUARDED_ENV)
-)
+@pytest_lsp.fixture(config=guarded_config(SERVER_COMMAND, GUARDED_ENV))
 async def guarded(lsp_client: LanguageClient) -> AsyncIterator[None]:
     """A started server with an API key, another secret and a trap for `vllm serve`."""
     yield
