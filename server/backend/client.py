@@ -182,6 +182,48 @@ class ModelInfo:
     """Where vLLM loaded the model from (a local folder, or a hub name): the tokenizer's home."""
 
 
+def request_body(
+    request: CompletionRequest,
+    model: ModelInfo,
+    *,
+    token_ids: bool = True,
+    priority: bool = True,
+    grammar: bool = True,
+) -> dict[str, Any]:
+    """The JSON body that streams `request` from `model`'s server: vLLM's own fields only
+    where its engine takes them, the prompt as token ids where `token_ids`, `priority`
+    where `priority`, and a healed answer's start constrained by `healing_grammar` where
+    `grammar` (else by `starting_with`'s regex). Public so that the bench's floor sends
+    the very bodies the server sends (`server.bench.floor`)."""
+    ids = request.prompt_ids if token_ids else None
+    prompt: str | list[int] = request.prompt if ids is None else list(ids)
+    body: dict[str, Any] = {
+        "model": model.id,
+        "prompt": prompt,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "stop": list(request.stop),
+        "stream": True,
+    }
+    if not takes_vllm_fields(model.owned_by):
+        return body
+    body["return_token_ids"] = True
+    if request.stop_token_ids:
+        body["stop_token_ids"] = list(request.stop_token_ids)
+    if priority:
+        body["priority"] = int(request.priority)
+    if request.answer_prefix:
+        pattern = starting_with(request.answer_prefix)
+        if engine_of(model.owned_by) == "sglang":
+            body["regex"] = pattern
+        elif request.stop_token_ids and grammar:
+            rule = healing_grammar(request.answer_prefix, request.stop_token_ids)
+            body["structured_outputs"] = {"grammar": rule}
+        else:
+            body["structured_outputs"] = {"regex": pattern}
+    return body
+
+
 class CompletionBackend:
     """One shared HTTP connection pool to the backend, and the model it serves."""
 
@@ -229,11 +271,11 @@ class CompletionBackend:
         """Whether prompts may go as token ids; off for good once the backend refuses them
         and takes the same prompt as text."""
         self.sends_priority = settings.send_priority
+        """Whether requests carry their `priority`; off for good once the backend refuses
+        the field (a vLLM started without `--scheduling-policy priority` may)."""
         self.sends_healing_grammar = True
         """Whether healed answers are constrained by `healing_grammar` (False once the
         backend refused it: then by `starting_with`'s regex)."""
-        """Whether requests carry their `priority`; off for good once the backend refuses
-        the field (a vLLM started without `--scheduling-policy priority` may)."""
         self._orphans: set[asyncio.Future[httpx.Response]] = set()
         """Sends whose caller was cancelled (their responses are closed when they come)."""
 
@@ -380,33 +422,15 @@ class CompletionBackend:
     def _body(
         self, request: CompletionRequest, model: ModelInfo, as_text: bool = False
     ) -> dict[str, Any]:
-        ids = None if as_text or not self.sends_token_ids else request.prompt_ids
-        prompt: str | list[int] = request.prompt if ids is None else list(ids)
-        body: dict[str, Any] = {
-            "model": model.id,
-            "prompt": prompt,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stop": list(request.stop),
-            "stream": True,
-        }
-        if takes_vllm_fields(model.owned_by):
-            body["return_token_ids"] = True
-            if request.stop_token_ids:
-                body["stop_token_ids"] = list(request.stop_token_ids)
-            if self.sends_priority:
-                body["priority"] = int(request.priority)
-            if request.answer_prefix:
-                pattern = starting_with(request.answer_prefix)
-                if engine_of(model.owned_by) == "sglang":
-                    body["regex"] = pattern
-                elif request.stop_token_ids and self.sends_healing_grammar:
-                    grammar = healing_grammar(request.answer_prefix, request.stop_token_ids)
-                    body["structured_outputs"] = {"grammar": grammar}
-                else:
-                    body["structured_outputs"] = {"regex": pattern}
-            if tracing.enabled():  # the prompt's cached tokens, for the request's span
-                body["stream_options"] = {"include_usage": True}
+        body = request_body(
+            request,
+            model,
+            token_ids=not as_text and self.sends_token_ids,
+            priority=self.sends_priority,
+            grammar=self.sends_healing_grammar,
+        )
+        if takes_vllm_fields(model.owned_by) and tracing.enabled():
+            body["stream_options"] = {"include_usage": True}  # the prompt's cached tokens
         return body
 
     async def _events(
