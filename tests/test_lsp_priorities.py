@@ -210,3 +210,23 @@ def test_prompts_stay_small_through_a_flapping_backend_until_it_is_calm() -> Non
     throttle.budget_ms = 0  # the setting switched off: nothing is ever paused or small
     throttle.observe(500)
     assert not throttle.paused and not throttle.small_prompts
+
+
+async def test_the_report_says_how_many_stream_events_the_answer_waited_for(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """The bench's floor stops its copy of the request there (server/bench/floor.py)."""
+    reports: list[dict[str, Any]] = []
+    fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
+    settings = fast_settings(fake.url, continueInBackground=True)
+    settings["log"] = {"completionReports": "requests"}
+    await start_session(fresh, "vscode", workspace, settings)
+    rest = "".join(f"    step_{n}()\n" for n in range(30))
+    fake.script([{"match": "<|fim_suffix|>", "text": "abc\n" + rest, "chunk_chars": 1}])
+    text, position = cursor_at("def run():\n    value = █\n")
+    uri = open_document(fresh, workspace / "run.py", text)
+
+    assert await suggestion(fresh, uri, position) == "abc"
+    (event,) = await fake.wait_for_async(lambda events: len(events) == 1 and events[0]["closed_at"])
+    assert reports[-1]["chunks"] == 4  # a, b, c, then the line's end
+    assert event["chunks_sent"] > 4  # the stream went on for the block

@@ -19,7 +19,8 @@ Each key gives one record (a plain dict, so it crosses processes as JSON):
     joined   answered by joining the model request of an earlier keystroke
     right    the suggestion is the real rest of the line
     timings  the server's stage timings (`$/headstart/completionReport`)
-    request  the request sent to the backend (when the server reports requests)
+    request  the request sent to the backend (when the server reports requests), and
+    chunks   the stream events the server had read when the suggestion was complete
 and, besides keys: {"accepted": chars} a Tab; {"pause": s} a developer's pause begins;
 {"shown": chars} a suggestion newly shown to a developer; {"edit": keys, "newFile",
 "midLine"} a developer's edit begins.
@@ -259,6 +260,7 @@ class SimulatedUser:
                 record["error"] = report["error"]
             if "request" in report:
                 record["request"] = report["request"]
+                record["chunks"] = report.get("chunks")
         self.emit(record)
         return text
 

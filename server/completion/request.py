@@ -135,6 +135,9 @@ class Suggestion:
     more: asyncio.Task[str] | None = None
     """The stream kept going in the background after a one-line suggestion: it gives the
     suggestion with the lines that follow it, to the end of the block."""
+    chunks: int = 0
+    """The stream's events read when the suggestion was complete: where the bench's floor
+    stops its copy of the request (`server.bench.floor`)."""
 
 
 JOIN_SLACK = 4
@@ -550,6 +553,7 @@ class Completer:
         finally:
             slots.release()
         streamed = time.perf_counter()
+        answered_chunks = stats.chunks  # before a stream kept open reads on
         with tracing.span(FILTERS_SPAN) as span:
             text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
             span.set("headstart.stop_rules_ms", stats.stop_rules_s * 1000)
@@ -568,6 +572,7 @@ class Completer:
         if stats.first_chunk is not None:  # absent when the stream ended with no event
             suggestion.timings_ms["first_chunk"] = stats.first_chunk * 1000
         suggestion.resumes = stats.resumes
+        suggestion.chunks = answered_chunks
         if rest is not None:
             stream, received = rest
             block = continuation_shape(ctx, shape)

@@ -267,6 +267,7 @@ class HeadstartServer(LanguageServer):
                 "joined": "joined" in suggestion.timings_ms,
                 "timingsMs": suggestion.timings_ms,
                 "resumes": suggestion.resumes,
+                "chunks": suggestion.chunks,
                 "error": suggestion.error,
             }
             if self.settings.log.completion_reports == "requests" and suggestion.request:
