@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         "--floor-prompts",
         type=int,
         default=200,
-        help="requests of the single user sent straight to the backend (0: none)",
+        help="the first user's model requests sent again straight to the backend, as its server "
+        "sent them (the floor; 0: none)",
     )
     bench_run.add_argument("--workers", type=int, help="driver processes (default: 1 per 50)")
     bench_run.add_argument("--languages", help="only these languages, comma-separated")

@@ -294,6 +294,11 @@ def test_the_floor_sends_prompts_of_token_ids_as_the_server_did(
     prompts = [event["body"]["prompt"] for event in fake.events()]
     assert prompts and all(isinstance(prompt, list) for prompt in prompts)
     assert results["floor"]["prompts"] > 0 and results["floor"]["ttftMs"]["p50"] > 0
+    # the floor's copies are the server's bodies, with a cache salt of their own
+    floored = [dict(e["body"]) for e in fake.events() if "cache_salt" in e["body"]]
+    servers = [e["body"] for e in fake.events() if "cache_salt" not in e["body"]]
+    assert len(floored) >= results["floor"]["prompts"]
+    assert all(body.pop("cache_salt") and body in servers for body in floored)
 
 
 @pytest.mark.timeout(300)

@@ -14,10 +14,10 @@ requests that recorded editors' servers sent (`--record`), sent again with their
 cancels from a few light driver processes, so a step can put hundreds of users' load on
 the backend while a handful of real editors measure keystroke-to-suggestion under it.
 
-Then the floor: the requests the single user's server sent (the first step's first user
-reports them) are sent again straight to the backend, one after another in their order,
-timing the first token and the whole stream, so the server's latency can be read next to
-the backend's on the very same prompts.
+Then the floor (`server.bench.floor`): the requests the first user's server sent in the
+first step are sent again straight to the backend, one after another in their order, as
+the server sent them, so the server's latency can be read next to the backend's on the
+very same requests.
 
 Results go to OUT/results.json; `headstart bench plot` draws OUT/latency_cdf.png and
 OUT/stages.png from it (needs matplotlib).
@@ -43,6 +43,7 @@ import httpx
 
 from server.backend.local_vllm import served_models
 from server.bench.engine_metrics import NAMES, MetricNames, engine_at
+from server.bench.floor import run_floor
 from server.bench.profiles import DeveloperProfile
 from server.bench.replay import THROTTLE_MS, ReplayError, load_traces, write_spans
 from server.bench.stats import (
@@ -50,7 +51,6 @@ from server.bench.stats import (
     keystroke_latencies,
     no_metrics,
     parse_metrics,
-    quantiles,
     replica_figures,
     step_metrics,
     sum_metrics,
@@ -437,30 +437,16 @@ class Bench:
             print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
     async def _floor(self, steps: list[Step]) -> dict[str, Any] | None:
-        """The first user's requests of the first step, straight to the backend, as the
-        server sent them (text, or token ids: vLLM's default since prompts went as ids)."""
+        """The first user's requests of the first measured step (after its warm-up's),
+        straight to the backend (`server.bench.floor`)."""
         measured = [s for s in steps if s.skipped is None]
         if not measured or self.options.floor_prompts <= 0:
             return None
         first = measured[0]
-        requests = [
-            r["request"] for r in self._in_step(first) if r.get("user") == 0 and r.get("request")
-        ][: self.options.floor_prompts]
-        if not requests:
-            return None
-        ttft: list[float] = []
-        whole: list[float] = []
-        async with httpx.AsyncClient(timeout=60, trust_env=False) as client:
-            for request in requests:
-                times = await _raw_stream(client, self.options.backend_url, self.model, request)
-                if times is not None:
-                    ttft.append(times[0])
-                    whole.append(times[1])
-        return {
-            "prompts": len(requests),
-            "ttftMs": quantiles(ttft),
-            "streamMs": quantiles(whole),
-        }
+        mine = [r for r in self.records if r.get("user") == 0 and r.get("t", -1.0) < first.ended]
+        return await run_floor(
+            self.options.backend_url, self.model, mine, first.started, self.options.floor_prompts
+        )
 
     def _in_step(self, step: Step) -> list[Record]:
         return [r for r in self.records if step.started <= r.get("t", -1.0) < step.ended]
@@ -570,34 +556,6 @@ async def _scrape(url: str, names: MetricNames) -> dict[str, Any]:
         return no_metrics()
 
 
-async def _raw_stream(
-    client: httpx.AsyncClient, url: str, model: str, request: dict[str, Any]
-) -> tuple[float, float] | None:
-    """(ms to the first text, ms to the end) of one streamed completion; None on error."""
-    body = {
-        "model": model,
-        "prompt": request.get("prompt_ids") or request["prompt"],  # as the server sent it
-        "max_tokens": request["max_tokens"],
-        "stop": list(request.get("stop") or []),
-        "stop_token_ids": list(request.get("stop_token_ids") or []),
-        "temperature": request.get("temperature", 0.0),
-        "stream": True,
-    }
-    started = time.perf_counter()
-    first: float | None = None
-    try:
-        async with client.stream("POST", f"{url.rstrip('/')}/completions", json=body) as reply:
-            if reply.status_code != 200:
-                return None
-            async for line in reply.aiter_lines():
-                if first is None and line.startswith("data: {") and '"text":""' not in line:
-                    first = time.perf_counter()
-    except httpx.HTTPError:
-        return None
-    ended = time.perf_counter()
-    return ((first or ended) - started) * 1000, (ended - started) * 1000
-
-
 def _available_mb() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -686,11 +644,14 @@ def report(results: dict[str, Any]) -> str:
             out.append(_replay_row(step["replayedUsers"], step["replay"]))
     floor = results.get("floor")
     if floor:
+        ratio = f"{floor['ratio']:.2f}x" if floor.get("ratio") else "-"
         out.append(
-            f"floor: the first user's {floor['prompts']} requests straight to the backend: "
-            f"TTFT p50 {_ms(floor['ttftMs']['p50'])} p99 {_ms(floor['ttftMs']['p99'])} ms; "
-            f"whole stream p50 {_ms(floor['streamMs']['p50'])} "
-            f"p99 {_ms(floor['streamMs']['p99'])} ms"
+            f"floor: the first user's {floor['prompts']} model requests straight to the "
+            f"backend{' (own cache salt)' if floor['salted'] else ''}: first event p50 "
+            f"{_ms(floor['ttftMs']['p50'])} p99 {_ms(floor['ttftMs']['p99'])} ms, to the "
+            f"server's answer p50 {_ms(floor['answerMs']['p50'])} p99 "
+            f"{_ms(floor['answerMs']['p99'])} ms; the same keys at the editor p50 "
+            f"{_ms(floor['serverMs']['p50'])} ms, {ratio} the floor's"
         )
     for failure in results.get("failures", []):
         out.append(f"failed: {failure}")
