@@ -66,3 +66,15 @@ def test_a_user_with_no_model_request_in_the_step_has_no_floor(fake: FakeBackend
     records = [record(1.0, "warm-up only", 40.0, chunks=2), record(2.0, "cached", 2.0, cached=True)]
     assert asyncio.run(run_floor(fake.url, fake.model, records, 2.0, limit=10)) is None
     assert fake.events() == []
+
+
+def test_the_floor_leaves_out_what_the_servers_backend_refused(fake: FakeBackend) -> None:
+    """A server whose backend refused ids, priority or the grammar sent text, no priority
+    and the regex (server.backend.client): so does its floor."""
+    fake.script([{"match": "", "text": ANSWER}])
+    refused = {"tokenIds": False, "priority": False, "grammar": False}
+    records = [record(1.0, "a key's prompt", 50.0, chunks=2, bodyFields=refused)]
+    assert asyncio.run(run_floor(fake.url, fake.model, records, 1.0, limit=10)) is not None
+    (event,) = fake.events()
+    assert event["body"]["prompt"] == "a key's prompt" and "priority" not in event["body"]
+    assert set(event["body"]["structured_outputs"]) == {"regex"}

@@ -438,3 +438,5 @@ def test_bench_reads_vllms_own_metrics(vllm_url: str, workspace: Path, tmp_path:
     assert step["vllm"]["prefixCacheHitRatio"] is not None
     assert step["vllm"]["counts"]["completion_posts"] > 0
     assert step["vllm"]["apiServerCpuMsPerRequest"] > 0
+    floor = json.loads((out / "results.json").read_text())["floor"]
+    assert floor["prompts"] > 0 and floor["salted"]  # vLLM took the server's bodies, salted

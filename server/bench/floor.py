@@ -3,8 +3,9 @@ one user's server sent, to read the server's time on them against.
 
 The first user's model requests (its `$/headstart/completionReport`s carry them) are sent
 again straight to the backend after the run, one after another in their order, each with
-the body the server sent (`server.backend.client.request_body`: the prompt or its token
-ids, the stop rules, the priority, the healing grammar). Two things keep the copy fair:
+the body the server sent (`server.backend.client.request_body` with the fields the
+report says it carried: the prompt or its token ids, the stop rules, the priority, the
+healing grammar or its regex). Two things keep the copy fair:
 - On vLLM it carries a `cache_salt` of its own: a request then meets the prefix cache the
   floor's previous requests left, as the server's met the one its previous requests left,
   not the server's own copy of the same prompt (sent seconds before and cached whole,
@@ -56,7 +57,14 @@ def floor_requests(
         if not sent or record.get("joined") or record.get("cached"):
             continue
         request = CompletionRequest(**{**sent, "priority": Priority(sent["priority"])})
-        body = request_body(request, model)
+        fields = record.get("bodyFields") or {}
+        body = request_body(
+            request,
+            model,
+            token_ids=fields.get("tokenIds", True),
+            priority=fields.get("priority", True),
+            grammar=fields.get("grammar", True),
+        )
         if salt is not None:
             body["cache_salt"] = salt
         measured = record.get("t", 0.0) >= measured_from and record.get("ms") is not None

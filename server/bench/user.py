@@ -19,7 +19,8 @@ Each key gives one record (a plain dict, so it crosses processes as JSON):
     joined   answered by joining the model request of an earlier keystroke
     right    the suggestion is the real rest of the line
     timings  the server's stage timings (`$/headstart/completionReport`)
-    request  the request sent to the backend (when the server reports requests), and
+    request  the request sent to the backend (when the server reports requests), with
+    bodyFields  which of vLLM's fields its body carried (tokenIds, priority, grammar), and
     chunks   the stream events the server had read when the suggestion was complete
 and, besides keys: {"accepted": chars} a Tab; {"pause": s} a developer's pause begins;
 {"shown": chars} a suggestion newly shown to a developer; {"edit": keys, "newFile",
@@ -260,6 +261,7 @@ class SimulatedUser:
                 record["error"] = report["error"]
             if "request" in report:
                 record["request"] = report["request"]
+                record["bodyFields"] = report.get("bodyFields")
                 record["chunks"] = report.get("chunks")
         self.emit(record)
         return text

@@ -272,6 +272,11 @@ class HeadstartServer(LanguageServer):
             }
             if self.settings.log.completion_reports == "requests" and suggestion.request:
                 report["request"] = dataclasses.asdict(suggestion.request)
+                report["bodyFields"] = {  # what the body carried (off once refused)
+                    "tokenIds": self.backend.sends_token_ids,
+                    "priority": self.backend.sends_priority,
+                    "grammar": self.backend.sends_healing_grammar,
+                }
         self.protocol.notify(COMPLETION_REPORT, report)
 
     def report_backend(
