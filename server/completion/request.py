@@ -553,7 +553,6 @@ class Completer:
         finally:
             slots.release()
         streamed = time.perf_counter()
-        answered_chunks = stats.chunks  # before a stream kept open reads on
         with tracing.span(FILTERS_SPAN) as span:
             text = keep_parsing(ctx.text, ctx.offset, text, ctx.language)
             span.set("headstart.stop_rules_ms", stats.stop_rules_s * 1000)
@@ -572,7 +571,7 @@ class Completer:
         if stats.first_chunk is not None:  # absent when the stream ended with no event
             suggestion.timings_ms["first_chunk"] = stats.first_chunk * 1000
         suggestion.resumes = stats.resumes
-        suggestion.chunks = answered_chunks
+        suggestion.chunks = stats.chunks  # a stream kept open reads on in `_continue`, below
         if rest is not None:
             stream, received = rest
             block = continuation_shape(ctx, shape)
