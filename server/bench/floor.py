@@ -27,9 +27,17 @@ from typing import Any
 
 import httpx
 
-from server.backend.client import CompletionRequest, ModelInfo, Priority, request_body
+from server.backend.client import (
+    BackendError,
+    CompletionBackend,
+    CompletionRequest,
+    ModelInfo,
+    Priority,
+    request_body,
+)
 from server.backend.engines import engine_of
 from server.bench.stats import quantiles
+from server.config import BackendSettings
 
 Record = dict[str, Any]
 SALT_PREFIX = "headstart-floor-"
@@ -74,16 +82,17 @@ def floor_requests(
     return chosen
 
 
-async def served_model(client: httpx.AsyncClient, url: str, model: str) -> ModelInfo:
-    """`model` as the backend's /models lists it (its `owned_by` says which fields it
-    takes); a model it does not list takes plain OpenAI bodies."""
+async def served_model(url: str, model: str) -> ModelInfo:
+    """`model` as the server resolves it (`CompletionBackend.model`: its /models entry,
+    whose `owned_by` says which fields it takes); where /models does not answer, a model
+    that takes plain OpenAI bodies."""
+    backend = CompletionBackend(BackendSettings.model_validate({"url": url, "model": model}))
     try:
-        reply = await client.get(f"{url.rstrip('/')}/models")
-        listed = {m.get("id"): m for m in reply.json().get("data", []) if isinstance(m, dict)}
-    except (httpx.HTTPError, ValueError, AttributeError):
-        listed = {}
-    owned_by = str((listed.get(model) or {}).get("owned_by", ""))
-    return ModelInfo(id=model, owned_by=owned_by, max_model_len=None)
+        return await backend.model()
+    except BackendError:
+        return ModelInfo(id=model, owned_by="", max_model_len=None)
+    finally:
+        await backend.aclose()
 
 
 async def run_floor(
@@ -91,8 +100,8 @@ async def run_floor(
 ) -> dict[str, Any] | None:
     """Send `records`' requests again (at most `limit` measured ones, after the warm-up's);
     their figures, or None when there was nothing to send."""
+    info = await served_model(url, model)
     async with httpx.AsyncClient(timeout=60, trust_env=False) as client:
-        info = await served_model(client, url, model)
         salt = f"{SALT_PREFIX}{time.time_ns()}" if engine_of(info.owned_by) == "vllm" else None
         requests = floor_requests(records, measured_from, info, salt)
         measured = [r for r in requests if r.server_ms is not None][:limit]
