@@ -29,8 +29,9 @@
 #   the replay), REPLAY_USERS (100,300,1000), STEP (20), RECORD_STEP (STEP: the recording's,
 #   as long as a replayed user's loop), WARMUP (5), DRIVERS (4), RAMP (0: seconds over
 #   which a step's replayed users start, one after another; its warm-up lasts as long),
-#   TRACES, BENCH_ARGS (for both runs, e.g. "--lines-per-visit 20"), and the above. FLOOR
-#   is 0 for both runs.
+#   TRACES, BENCH_ARGS (for both runs, e.g. "--lines-per-visit 20"), EDITORS_SEED (1: the
+#   replay's real editors type other keys than the recorded ones, whose prompts vLLM may
+#   still hold from the recording), and the above. FLOOR is 0 for both runs.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${MODE:-}" = replay ]; then
@@ -42,7 +43,7 @@ if [ "${MODE:-}" = replay ]; then
   MODE= NAME=$name-record USERS=${RECORD_USERS:-10} STEP=${RECORD_STEP:-$STEP} \
     BENCH_ARGS="$more --record $traces" bash "$0" || exit 1
   MODE= NAME=$name-replay USERS=${EDITORS:-5} \
-    BENCH_ARGS="$more --replay $traces --replay-users ${REPLAY_USERS:-100,300,1000} --replay-drivers ${DRIVERS:-4} --replay-ramp-seconds ${RAMP:-0}" \
+    BENCH_ARGS="--seed ${EDITORS_SEED:-1} $more --replay $traces --replay-users ${REPLAY_USERS:-100,300,1000} --replay-drivers ${DRIVERS:-4} --replay-ramp-seconds ${RAMP:-0}" \
     bash "$0"
   exit
 fi
