@@ -15,6 +15,9 @@ from typing import IO, Any, Union
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from server.bench.editor_session import plain
+from server.lsp.protocol import COMPLETION_REPORT
+
 
 def open_document(
     client: LanguageClient, path: Path, text: str | None = None, language_id: str = "python"
@@ -101,6 +104,24 @@ async def wait_for_log(client: LanguageClient, text: str, timeout: float = 5.0) 
             raise AssertionError(f"{text!r} not logged within {timeout}s; log:\n{logs(client)}")
         await asyncio.sleep(0.02)
     return logs(client)
+
+
+class Reports:
+    """The `$/headstart/completionReport`s the client has read, in order. The server sends
+    each one after its reply, so a test waits for the one it wants."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.read: list[dict[str, Any]] = []
+        client.feature(COMPLETION_REPORT)(lambda params: self.read.append(plain(params)))
+
+    async def nth(self, n: int, timeout: float = 5.0) -> dict[str, Any]:
+        """The n-th report (from 1), once it has come."""
+        deadline = time.monotonic() + timeout
+        while len(self.read) < n:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{len(self.read)} completion reports, not {n}, in {timeout}s")
+            await asyncio.sleep(0.01)
+        return self.read[n - 1]
 
 
 async def wait_for_shown(client: LanguageClient, text: str, timeout: float = 5.0) -> str:

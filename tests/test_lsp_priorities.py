@@ -3,16 +3,17 @@ while the backend is slow (a shared GPU under load)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
+from lsp_helpers import Reports, cursor_at, logs, open_document, suggestion, wait_for_log
+from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from server.backend.client import Priority
-from server.bench.editor_session import plain
 from server.completion.throttle import CALM_REQUESTS, BackgroundThrottle
 from server.features.refactor import request_for
 from server.lsp.protocol import COMPLETION_REPORT
@@ -74,8 +75,7 @@ async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_af
     """A one-line suggestion's request asks for a block's worth of tokens while the
     background continuation is on (128) and for a line's (64) while it is paused. With
     `contextTokensUnderLoad` off the prompts stay full, and the report says so."""
-    reports: list[dict[str, Any]] = []
-    fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
+    reports = Reports(fresh)
     settings = fast_settings(fake.url, backgroundThrottleMs=100, contextTokensUnderLoad=0)
     settings["log"] = {"completionReports": "timings"}
     await start_session(fresh, "vscode", workspace, settings)
@@ -91,13 +91,14 @@ async def test_background_work_pauses_while_first_chunks_are_slow_and_resumes_af
     slow_requests = [await keystroke(n) for n in range(8)]
     assert [event["max_tokens"] for event in slow_requests] == [128] * 8
     await wait_for_log(fresh, "background work paused")
-    assert reports[-1]["background"] == "paused" and reports[-1]["prompts"] == "full"
+    eighth = await reports.nth(8)
+    assert eighth["background"] == "paused" and eighth["prompts"] == "full"
 
     fast_requests = [await keystroke(n) for n in range(8, 16)]
     assert fast_requests[0]["max_tokens"] == 64  # paused: the line only
     await wait_for_log(fresh, "background work resumed")
     assert fast_requests[-1]["max_tokens"] == 128
-    assert reports[-1]["background"] == "on"
+    assert (await reports.nth(16))["background"] == "on"
 
 
 async def test_prompts_get_the_smaller_budget_while_the_backend_is_overloaded(
@@ -107,8 +108,7 @@ async def test_prompts_get_the_smaller_budget_while_the_backend_is_overloaded(
     enough to pause background work, the prompts get `contextTokensUnderLoad` (1024)
     instead, keeping the lines nearest the cursor, and keep it for CALM_REQUESTS requests
     after background work resumed (each switch costs a prompt computed cold)."""
-    reports: list[dict[str, Any]] = []
-    fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
+    reports = Reports(fresh)
     settings = fast_settings(fake.url, backgroundThrottleMs=100, contextTokensUnderLoad=1024)
     settings["log"] = {"completionReports": "timings"}
     await start_session(fresh, "vscode", workspace, settings)
@@ -131,9 +131,10 @@ async def test_prompts_get_the_smaller_budget_while_the_backend_is_overloaded(
     await wait_for_log(fresh, "background work paused")
     small = [await prompt_chars() for _ in range(5)]  # fast again: 5 resume it
     await wait_for_log(fresh, "background work resumed")
-    assert reports[-1]["prompts"] == "small" and reports[-1]["background"] == "on"
+    thirteenth = await reports.nth(13)
+    assert thirteenth["prompts"] == "small" and thirteenth["background"] == "on"
     small += [await prompt_chars() for _ in range(CALM_REQUESTS - 1)]
-    assert reports[-1]["prompts"] == "full"  # what the next prompt gets
+    assert (await reports.nth(13 + CALM_REQUESTS - 1))["prompts"] == "full"  # the next one's
     again = await prompt_chars()
 
     assert min(full) > 3 * max(small)
@@ -216,8 +217,7 @@ async def test_the_report_says_how_many_stream_events_the_answer_waited_for(
     fresh: LanguageClient, fake: FakeBackend, workspace: Path
 ) -> None:
     """The bench's floor stops its copy of the request there (server/bench/floor.py)."""
-    reports: list[dict[str, Any]] = []
-    fresh.feature(COMPLETION_REPORT)(lambda params: reports.append(plain(params)))
+    reports = Reports(fresh)
     settings = fast_settings(fake.url, continueInBackground=True)
     settings["log"] = {"completionReports": "requests"}
     await start_session(fresh, "vscode", workspace, settings)
@@ -228,5 +228,40 @@ async def test_the_report_says_how_many_stream_events_the_answer_waited_for(
 
     assert await suggestion(fresh, uri, position) == "abc"
     (event,) = await fake.wait_for_async(lambda events: len(events) == 1 and events[0]["closed_at"])
-    assert reports[-1]["chunks"] == 4  # a, b, c, then the line's end
+    assert (await reports.nth(1))["chunks"] == 4  # a, b, c, then the line's end
     assert event["chunks_sent"] > 4  # the stream went on for the block
+
+
+async def test_the_report_comes_after_the_reply_it_reports_on(
+    fresh: LanguageClient, fake: FakeBackend, workspace: Path
+) -> None:
+    """A report with the request in it is tens of KB: written before the reply, the editor
+    would read it before the suggestion it waits for, and the bench would count it in the
+    round trip. The client marks each message as it reads it, in the order it came."""
+    read: list[str] = []
+    fresh.feature(COMPLETION_REPORT)(lambda params: read.append(f"report {params.line}"))
+    settings = fast_settings(fake.url)
+    settings["log"] = {"completionReports": "requests"}
+    await start_session(fresh, "vscode", workspace, settings)
+    fake.script([{"match": "<|fim_suffix|>", "text": "compute(x)\n"}])
+    body = "".join(f"def helper_{i}(items):\n    return sum(items) * {i}\n\n" for i in range(300))
+    text, position = cursor_at(f"{body}value = █\n")
+    uri = open_document(fresh, workspace / "long.py", text)
+    params = types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=position,
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
+    reply = fresh.protocol.send_request(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION,
+        params,
+        callback=lambda result: read.append(f"reply {result.items[0].insert_text}"),
+    )
+    await asyncio.wrap_future(reply)
+    async with asyncio.timeout(5):
+        while len(read) < 2:
+            await asyncio.sleep(0.01)
+
+    assert read == ["reply compute(x)", f"report {position.line}"]

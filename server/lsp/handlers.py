@@ -213,7 +213,7 @@ async def inline_completion(
         keystroke.answered(ctx, suggestion)
     elapsed_ms = (time.perf_counter() - started) * 1000
     if ls.settings.log.completion_reports != "off":
-        ls.report_completion(params, version, suggestion, elapsed_ms)
+        ls.report_after_reply(params, version, suggestion, elapsed_ms)
     if suggestion is None or not suggestion.text:
         log.info("inline completion in %.2f ms (no suggestion)", elapsed_ms)
         return types.InlineCompletionList(items=[])

@@ -239,6 +239,30 @@ class HeadstartServer(LanguageServer):
         where = error.data if isinstance(error, JsonRpcException) and error.data else None
         log.debug("the error's traceback: %s", where, exc_info=None if where else error)
 
+    def report_after_reply(
+        self,
+        params: types.InlineCompletionParams,
+        version: int | None,
+        suggestion: Suggestion | None,
+        ms: float,
+    ) -> None:
+        """`report_completion` once the reply is written. A report with the request in it is
+        some 50 KB, which the server would write and the editor read before the suggestion
+        it waits for. pygls writes the reply from the handler task's first done callback, so
+        one the handler adds runs after it."""
+        task = asyncio.current_task()
+        if task is None:  # not in a handler's task: nothing to wait for
+            self.report_completion(params, version, suggestion, ms)
+            return
+
+        def send(_: asyncio.Task[Any]) -> None:
+            try:
+                self.report_completion(params, version, suggestion, ms)
+            except Exception as exc:  # the reply is out; a report is not worth a traceback
+                log.warning("the completion report could not be sent: %s", exc)
+
+        task.add_done_callback(send)
+
     def report_completion(
         self,
         params: types.InlineCompletionParams,
