@@ -244,18 +244,25 @@ def test_a_suggestion_is_right_only_when_it_is_the_rest_of_the_line(tmp_path: Pa
     emitted: list[dict[str, Any]] = []
     user = SimulatedUser(0, root, session, {}, {}, emitted.append)
 
-    async def judge(text: str, rest: str) -> bool:
+    async def judge(text: str, rest: str, version: int) -> bool:
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         reply.set_result(
             types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text)])
         )
         record: dict[str, Any] = {"t": 0.0}
-        user._answered(record, reply, ("uri", 1, 0, 0), rest)
+        user._answered((f"request {version}", reply, record), ("uri", version, 0, 0), rest)
         return bool(record["right"])
 
-    assert asyncio.run(judge("sum(items)\n", "sum(items)"))
-    assert not asyncio.run(judge("sum(item)", "sum(items)"))
-    assert not asyncio.run(judge("\nreturn total", ""))
+    assert asyncio.run(judge("sum(items)\n", "sum(items)", 1))
+    assert not asyncio.run(judge("sum(item)", "sum(items)", 2))
+    assert not asyncio.run(judge("\nreturn total", "", 3))
+    # each answer waits for its server's report, which comes after the reply
+    assert emitted == [] and len(user.awaiting_report) == 3
+    user._on_report({"uri": "uri", "version": 2, "line": 0, "character": 0, "serverMs": 7.5})
+    assert [(r["outcome"], r["right"], r["serverMs"]) for r in emitted] == [
+        ("answered", False, 7.5)
+    ]
+    asyncio.run(user._flush_reports(wait_s=0))  # the run's end: the rest go without
     assert len(emitted) == 3 and all(r["outcome"] == "answered" for r in emitted)
 
 

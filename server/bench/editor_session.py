@@ -65,6 +65,11 @@ class EditorSession:
         self.client = LanguageClient("headstart-editor", "1")
         self.on_completion_report: Callable[[dict[str, Any]], None] | None = None
         """Called with each `$/headstart/completionReport` (log.completionReports)."""
+        self.replied_at: dict[str, float] = {}
+        """`time.monotonic()` when each inline completion's reply was read, by request id:
+        stamped as the client parses it, before any message read with it is handled and
+        before the awaiting task runs, so a report that came with it does not count in the
+        round trip. Popped by whoever reads it."""
         self.indexed = asyncio.Event()
         """Set when the server ends its indexing progress (whether indexing succeeded)."""
         self._progress_titles: dict[types.ProgressToken, str] = {}
@@ -187,10 +192,11 @@ class EditorSession:
                 trigger_kind=types.InlineCompletionTriggerKind.Automatic
             ),
         )
-        future = self.client.protocol.send_request_async(
+        reply = self.client.protocol.send_request(
             types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
         )
-        return msg_id, future
+        reply.add_done_callback(lambda _: self.replied_at.setdefault(msg_id, time.monotonic()))
+        return msg_id, asyncio.wrap_future(reply)
 
     def cancel_request(self, msg_id: str) -> None:
         self.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
@@ -203,9 +209,10 @@ class EditorSession:
         The text is what the editor would insert at the cursor: when the item's range starts
         before the cursor, the part of it that is already typed there is left out.
         """
-        started = time.perf_counter()
-        result = await self.request_inline_completion(document, line, column)[1]
-        latency_ms = (time.perf_counter() - started) * 1000
+        started = time.monotonic()
+        msg_id, reply = self.request_inline_completion(document, line, column)
+        result = await reply
+        latency_ms = (self.replied_at.pop(msg_id, time.monotonic()) - started) * 1000
         item = first_item(result)
         if item is None:
             return "", latency_ms

@@ -60,13 +60,29 @@ class SimulatedUser:
         self.editor = EditorSession(root, settings, server_env)
         self.emit = emit
         self.reports: dict[tuple[str, int, int, int], Record] = {}
+        """Reports that came before their reply (servers before the report moved after it)."""
+        self.awaiting_report: dict[tuple[str, int, int, int], Record] = {}
+        """Answered keys whose report has not come yet: the server sends it after the reply."""
         self.editor.on_completion_report = self._on_report
         self.document: OpenDocument | None = None
         self.path: Path | None = None
 
     def _on_report(self, report: Record) -> None:
         key = (report["uri"], report["version"], report["line"], report["character"])
-        self.reports[key] = report
+        record = self.awaiting_report.pop(key, None)
+        if record is None:
+            self.reports[key] = report
+        else:
+            self._emit_answered(record, report)
+
+    async def _flush_reports(self, wait_s: float = 2.0) -> None:
+        """Give the last answers' reports a moment to come, then emit those still without."""
+        deadline = time.monotonic() + wait_s
+        while self.awaiting_report and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for record in self.awaiting_report.values():
+            self.emit(record)
+        self.awaiting_report.clear()
 
     async def run(self, stop: asyncio.Event, index_timeout_s: float = 600) -> None:
         """Start the server, wait for its index, then type until `stop` is set."""
@@ -84,6 +100,7 @@ class SimulatedUser:
                     if stop.is_set():
                         break
                     await self._type_line(line, stop)
+            await self._flush_reports()
             for warning in self.editor.warnings:
                 self.emit({"user": self.user, "warning": warning})
 
@@ -104,6 +121,7 @@ class SimulatedUser:
     async def _type_line(self, line: LineToType, stop: asyncio.Event) -> None:
         assert isinstance(self.session, TypingSession)
         self.reports.clear()  # reports of superseded requests: nobody waits for them
+        self.editor.replied_at.clear()  # and when their replies came
         document = self._start_line(line)
         await asyncio.sleep(self.session.line_pause_s())
         column = line.start
@@ -125,7 +143,7 @@ class SimulatedUser:
             await asyncio.wait([future], timeout=gap)
             if not future.done():
                 continue
-            text = self._answered(record, future, key, line.text[column:])
+            text = self._answered(pending, key, line.text[column:])
             pending = None
             if column < len(line.text) and record.get("right") and self.session.accepts():
                 await asyncio.sleep(self.session.accept_delay_s())
@@ -136,7 +154,7 @@ class SimulatedUser:
         if pending is not None:  # the line's last key: its answer may still come
             try:
                 await asyncio.wait_for(asyncio.shield(pending[1]), 10)
-                self._answered(pending[2], pending[1], key, "")
+                self._answered(pending, key, "")
             except TimeoutError:
                 pending[2]["outcome"] = "timeout"
                 self.emit(pending[2])
@@ -160,6 +178,7 @@ class SimulatedUser:
         if stop.is_set():
             return
         self.reports.clear()
+        self.editor.replied_at.clear()
         cut = line.text[: edit.start] + line.text[edit.end :]
         if self.document is None or self.path != line.path:
             lines = line.path.read_text(encoding="utf-8").split("\n")
@@ -199,7 +218,7 @@ class SimulatedUser:
             if not future.done():
                 continue
             rest = line.text[column : edit.end]
-            first = self._answered(record, future, key, rest, line.text[column:]).split("\n")[0]
+            first = self._answered(pending, key, rest, line.text[column:]).split("\n")[0]
             pending = None
             if first and first != shown:  # typing through a suggestion does not show it again
                 shown = first
@@ -213,7 +232,7 @@ class SimulatedUser:
         if pending is not None:  # the edit's last key: its answer may still come
             try:
                 await asyncio.wait_for(asyncio.shield(pending[1]), 10)
-                self._answered(pending[2], pending[1], key, "")
+                self._answered(pending, key, "")
             except TimeoutError:
                 pending[2]["outcome"] = "timeout"
                 self.emit(pending[2])
@@ -230,13 +249,15 @@ class SimulatedUser:
 
     def _answered(
         self,
-        record: Record,
-        future: asyncio.Future[Any],
+        pending: tuple[str, asyncio.Future[Any], Record],
         key: tuple[str, int, int, int],
         rest: str,
         line_rest: str = "",
     ) -> str:
-        """Fill in and emit the record of a request whose reply came; its suggestion."""
+        """Fill in the record of a request whose reply came, and emit it once its report is
+        here too; its suggestion."""
+        msg_id, future, record = pending
+        done = self.editor.replied_at.pop(msg_id, record.get("done", time.monotonic()))
         exception = future.exception()
         report = self.reports.pop(key, None)
         if exception is not None:
@@ -245,26 +266,32 @@ class SimulatedUser:
             return ""
         text = suggestion_text(future.result())
         record["outcome"] = "answered"
-        record["ms"] = (record.get("done", time.monotonic()) - record["t"]) * 1000
+        record["ms"] = (done - record["t"]) * 1000
         record["chars"] = len(text)
         # at the line's end (rest "") a next-line suggestion is not "the rest of the line"
         record["right"] = bool(rest) and text.split("\n")[0] in (rest, line_rest or rest)
-        if report is not None:
-            record["cached"] = bool(report.get("cached"))
-            record["joined"] = bool(report.get("joined"))
-            record["serverMs"] = report.get("serverMs")
-            record["timings"] = report.get("timingsMs")
-            record["background"] = report.get("background")
-            record["prompts"] = report.get("prompts")
-            record["mode"] = report.get("mode")
-            if report.get("error"):
-                record["error"] = report["error"]
-            if "request" in report:
-                record["request"] = report["request"]
-                record["bodyFields"] = report.get("bodyFields")
-                record["chunks"] = report.get("chunks")
-        self.emit(record)
+        if report is None:
+            self.awaiting_report[key] = record
+        else:
+            self._emit_answered(record, report)
         return text
+
+    def _emit_answered(self, record: Record, report: Record) -> None:
+        """An answered key's record, with what its server's report says."""
+        record["cached"] = bool(report.get("cached"))
+        record["joined"] = bool(report.get("joined"))
+        record["serverMs"] = report.get("serverMs")
+        record["timings"] = report.get("timingsMs")
+        record["background"] = report.get("background")
+        record["prompts"] = report.get("prompts")
+        record["mode"] = report.get("mode")
+        if report.get("error"):
+            record["error"] = report["error"]
+        if "request" in report:
+            record["request"] = report["request"]
+            record["bodyFields"] = report.get("bodyFields")
+            record["chunks"] = report.get("chunks")
+        self.emit(record)
 
 
 def _note_done(future: asyncio.Future[Any], record: Record) -> None:
