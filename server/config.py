@@ -324,7 +324,7 @@ class CompletionSettings(_Section):
         "less.",
     )
     window_keep_tokens: int = Field(
-        0,
+        256,
         ge=0,
         le=4096,
         description="While the cursor stays in a document, the current file's text before "

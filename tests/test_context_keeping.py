@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_lsp_stable_prompts import AMOUNT, DESK, DISCOUNTED
+from test_lsp_stable_prompts import AMOUNT, DESK, DISCOUNTED, LONG
 
 from cache.index import ProjectIndex
 from server.completion.context import Budget, Context, ContextBuilder
@@ -66,3 +66,24 @@ def test_a_kept_set_that_no_longer_fits_gives_way(builder: ContextBuilder) -> No
     after = build(builder, offset_of(AMOUNT, below=1), smaller)
     assert shown(after.snippets) != shown(first.snippets)
     assert after.tokens <= smaller.available
+
+
+def test_a_documents_first_build_is_the_same_whatever_the_window_may_keep(
+    builder: ContextBuilder,
+) -> None:
+    """`windowKeepTokens` acts from a stay's second request on, so the task sets, which open
+    each task's file fresh, build the very prompts they built with it off."""
+    at = sum(len(line) + 1 for line in LONG.split("\n")[:200])
+    built = [
+        ContextBuilder(builder.index).build(
+            "inventory/long_desk.py",
+            LONG,
+            at,
+            "python",
+            dataclasses.replace(KEEP, keep_window_tokens=keep),
+        )
+        for keep in (0, 256, 4096)
+    ]
+    assert not LONG.startswith(built[0].prefix)  # the window is cut: it has a start to keep
+    assert all(b.prefix == built[0].prefix for b in built)
+    assert all(shown(b.snippets) == shown(built[0].snippets) for b in built)
