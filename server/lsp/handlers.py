@@ -7,6 +7,7 @@ and delegates. Bad input gets a clear error in the reply or the log, never a cra
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import Any
@@ -213,7 +214,9 @@ async def inline_completion(
         keystroke.answered(ctx, suggestion)
     elapsed_ms = (time.perf_counter() - started) * 1000
     if ls.settings.log.completion_reports != "off":
-        ls.report_after_reply(params, version, suggestion, elapsed_ms)
+        ls.after_reply(
+            functools.partial(ls.report_completion, params, version, suggestion, elapsed_ms)
+        )
     if suggestion is None or not suggestion.text:
         log.info("inline completion in %.2f ms (no suggestion)", elapsed_ms)
         return types.InlineCompletionList(items=[])

@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 from urllib.parse import unquote
@@ -239,29 +239,23 @@ class HeadstartServer(LanguageServer):
         where = error.data if isinstance(error, JsonRpcException) and error.data else None
         log.debug("the error's traceback: %s", where, exc_info=None if where else error)
 
-    def report_after_reply(
-        self,
-        params: types.InlineCompletionParams,
-        version: int | None,
-        suggestion: Suggestion | None,
-        ms: float,
-    ) -> None:
-        """`report_completion` once the reply is written. A report with the request in it is
-        some 50 KB, which the server would write and the editor read before the suggestion
-        it waits for. pygls writes the reply from the handler task's first done callback, so
-        one the handler adds runs after it."""
+    def after_reply(self, send: Callable[[], None]) -> None:
+        """Call `send` once the current request's reply is written, so that what it sends
+        (a completion report of some 50 KB with the request in it) does not come between
+        the editor and the reply it waits for. pygls writes the reply from the handler
+        task's first done callback, so one the handler adds runs after it."""
         task = asyncio.current_task()
         if task is None:  # not in a handler's task: nothing to wait for
-            self.report_completion(params, version, suggestion, ms)
+            send()
             return
 
-        def send(_: asyncio.Task[Any]) -> None:
+        def after(_: asyncio.Task[Any]) -> None:
             try:
-                self.report_completion(params, version, suggestion, ms)
-            except Exception as exc:  # the reply is out; a report is not worth a traceback
-                log.warning("the completion report could not be sent: %s", exc)
+                send()
+            except Exception as exc:  # the reply is out; what follows is not worth a traceback
+                log.warning("a message after the reply could not be sent: %s", exc)
 
-        task.add_done_callback(send)
+        task.add_done_callback(after)
 
     def report_completion(
         self,
