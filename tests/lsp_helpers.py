@@ -45,18 +45,35 @@ def cursor_at(text: str, marker: str = "█") -> tuple[str, types.Position]:
     return before + after, types.Position(line=line, character=character)
 
 
+def inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
+    """An inline completion request at `position`, as an editor sends it while typing."""
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=position,
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
+
+
+def send_inline(
+    client: LanguageClient, uri: str, position: types.Position, msg_id: str
+) -> asyncio.Future[Any]:
+    """Send an inline completion request with a known id, at once; the future of its reply.
+
+    pygls' client never sends `$/cancelRequest` by itself (cancelling this future only
+    forgets the reply), so tests that cancel send it themselves, naming `msg_id`.
+    """
+    future = client.protocol.send_request(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, position), msg_id=msg_id
+    )
+    return asyncio.wrap_future(future)
+
+
 async def inline_items(
     client: LanguageClient, uri: str, position: types.Position
 ) -> list[types.InlineCompletionItem]:
-    result = await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=position,
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
-            ),
-        )
-    )
+    result = await client.text_document_inline_completion_async(inline_params(uri, position))
     if result is None:
         return []
     return list(result.items if isinstance(result, types.InlineCompletionList) else result)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, suggestion
+from lsp_helpers import cursor_at, logs, open_document, send_inline, suggestion
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
@@ -62,27 +62,6 @@ async def unjoined(fresh: LanguageClient, fake: FakeBackend, workspace: Path) ->
     """A patient session with `completion.joinInFlight` off: every key its own request."""
     await start_session(fresh, "vscode", workspace, patient_settings(fake.url, False))
     return fresh
-
-
-def send_inline(
-    client: LanguageClient, uri: str, position: types.Position, msg_id: str
-) -> asyncio.Future[Any]:
-    """Send an inline completion request with a known id, at once; the future of its reply.
-
-    pygls' client never sends `$/cancelRequest` by itself (cancelling this future only
-    forgets the reply), so tests that cancel send it with `cancel`.
-    """
-    params = types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=position,
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
-    )
-    future = client.protocol.send_request(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
-    )
-    return asyncio.wrap_future(future)
 
 
 async def reply_of(future: asyncio.Future[Any]) -> Any:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
+from lsp_helpers import cursor_at, logs, open_document, send_inline, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from test_lsp_cancel import reply_of, send_inline, texts
+from test_lsp_cancel import reply_of, texts
 
 DEPOT = '''
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document
+from lsp_helpers import cursor_at, logs, open_document, send_inline
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_lsp_cancel import (
@@ -21,7 +21,6 @@ from test_lsp_cancel import (
     cancel,
     patient_settings,
     reply_of,
-    send_inline,
     texts,
     type_text,
 )

@@ -9,7 +9,15 @@ from typing import Any
 
 from conftest import fast_settings, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import Reports, cursor_at, logs, open_document, suggestion, wait_for_log
+from lsp_helpers import (
+    Reports,
+    cursor_at,
+    inline_params,
+    logs,
+    open_document,
+    suggestion,
+    wait_for_log,
+)
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -247,16 +255,9 @@ async def test_the_report_comes_after_the_reply_it_reports_on(
     body = "".join(f"def helper_{i}(items):\n    return sum(items) * {i}\n\n" for i in range(300))
     text, position = cursor_at(f"{body}value = █\n")
     uri = open_document(fresh, workspace / "long.py", text)
-    params = types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=position,
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
-    )
     reply = fresh.protocol.send_request(
         types.TEXT_DOCUMENT_INLINE_COMPLETION,
-        params,
+        inline_params(uri, position),
         callback=lambda result: read.append(f"reply {result.items[0].insert_text}"),
     )
     await asyncio.wrap_future(reply)

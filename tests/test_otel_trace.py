@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import fast_settings, server_env, server_with_env, start_session
 from fake_openai import FakeBackend
-from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
+from lsp_helpers import cursor_at, logs, open_document, send_inline, suggestion, wait_for_log
 from lsprotocol import types
 from otlp_receiver import OtlpReceiver, RotelCollector, rotel_binary
 from pytest_lsp import LanguageClient
@@ -89,23 +89,6 @@ def type_at(client: LanguageClient, uri: str, at: types.Position, text: str, ver
 
 def after(position: types.Position, characters: int) -> types.Position:
     return types.Position(position.line, position.character + characters)
-
-
-def send_inline(
-    client: LanguageClient, uri: str, position: types.Position, msg_id: str
-) -> asyncio.Future[Any]:
-    """An inline completion request with a known id, for `$/cancelRequest` to name."""
-    params = types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=position,
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
-    )
-    future = client.protocol.send_request(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
-    )
-    return asyncio.wrap_future(future)
 
 
 def stalled_requests(events: list[dict[str, Any]]) -> int:

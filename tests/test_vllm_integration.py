@@ -25,7 +25,7 @@ import pytest
 import pytest_lsp
 from conftest import CONFIG, server_env, start_session
 from cutting_proxy import CuttingProxy
-from lsp_helpers import cursor_at, logs, open_document, suggestion, wait_for_log
+from lsp_helpers import cursor_at, inline_params, logs, open_document, suggestion, wait_for_log
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -299,13 +299,7 @@ async def cancel_a_long_request(
     reply = asyncio.ensure_future(
         client.protocol.send_request_async(
             types.TEXT_DOCUMENT_INLINE_COMPLETION,
-            types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                position=position,
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
-                ),
-            ),
+            inline_params(uri, position),
             msg_id=msg_id,
         )
     )
