@@ -98,6 +98,7 @@ def test_each_engines_metrics_give_the_same_figures(engine: str, text: str) -> N
 
     assert delta["prefixCacheHitRatio"] == pytest.approx(0.9)  # 1,800 of 2,000
     assert delta["promptTokensPerS"] == pytest.approx(200.0)
+    assert delta["computedPromptTokensPerS"] == pytest.approx(20.0)  # 200 of the 2,000
     assert delta["generationTokensPerS"] == pytest.approx(10.0)
     assert delta["ttftMs"] == {"p50": 40.0, "p99": 40.0}
     assert delta["itlMs"] == {"p50": 5.0, "p99": 5.0}

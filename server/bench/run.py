@@ -603,7 +603,8 @@ def report(results: dict[str, Any]) -> str:
         f"{results['machine']['cpus']} CPUs; {results['stepSeconds']:.0f} s a step; "
         f"{results['workers']} driver processes; {results.get('profile', 'typist')} users",
         f"{'users':>5} {'keys/s':>7} {'answered':>8} {'p50':>7} {'p99':>7} {'p999':>7} "
-        f"{'model p50':>9} {'p99':>7} {'cache':>6} {'joined':>6} {'prefix':>7} {'POST/s':>6} "
+        f"{'model p50':>9} {'p99':>7} {'cache':>6} {'joined':>6} {'prefix':>7} "
+        f"{'computed/s':>10} {'POST/s':>6} "
         f"{'gen tok/s':>9} "
         f"{'vLLM TTFT p50':>13} {'ITL p50':>7} {'p99':>6} {'unfin.':>6} {'API ms/req':>10} "
         f"{'lag p99':>8} {'load':>5}",
@@ -620,6 +621,7 @@ def report(results: dict[str, Any]) -> str:
             f"{_ratio(step['completionCacheHitRatio']):>6} "
             f"{_ratio(step.get('joinedShare')):>6} "
             f"{_ratio(vllm.get('prefixCacheHitRatio')):>7} "
+            f"{vllm.get('computedPromptTokensPerS', 0):>10.0f} "
             f"{vllm.get('postsPerS', 0):>6.1f} "
             f"{vllm.get('generationTokensPerS', 0):>9.0f} "
             f"{_ms((vllm.get('ttftMs') or {}).get('p50')):>13} "

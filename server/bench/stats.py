@@ -55,7 +55,8 @@ def no_metrics() -> dict[str, Any]:
 
 
 def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """What vLLM did during a step: prefix-cache hit ratio, throughput, the quantiles of
+    """What vLLM did during a step: prefix-cache hit ratio, throughput, the prompt tokens it
+    computed (those its prefix cache did not hold: what bounds users per GPU), the quantiles of
     its time to first token, time between tokens and queue time, the share of completion
     requests it did not finish (closed early by the client, or still running at the step's
     end), its API server's CPU time per completion request, and, with speculative decoding,
@@ -70,6 +71,7 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any], seconds: float)
     return {
         "prefixCacheHitRatio": counts["prefix_cache_hits"] / queries if queries else None,
         "promptTokensPerS": counts["prompt_tokens"] / seconds,
+        "computedPromptTokensPerS": (queries - counts["prefix_cache_hits"]) / seconds,
         "generationTokensPerS": counts["generation_tokens"] / seconds,
         "requestsPerS": counts["requests"] / seconds,
         "postsPerS": posts / seconds,
