@@ -38,16 +38,24 @@ def _message_type(level: int) -> types.MessageType:
 
 
 class EditorLogHandler(logging.Handler):
-    """Forwards records to the editor's log; safe to call from worker threads."""
+    """Forwards records to the editor's log; safe to call from worker threads.
+
+    A record logged while one is being sent is not sent: once the channel is closed (the
+    editor sent `exit`), sending a record fails, pygls reports the failure, the server
+    logs it, and that record would be sent again, without end (stderr still gets it)."""
 
     def __init__(self, sink: LogSink, loop: asyncio.AbstractEventLoop | None = None) -> None:
         super().__init__()
         self.sink = sink
         self.loop = loop
         self._loop_thread = threading.get_ident()
+        self._sending = threading.local()
         self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self._sending, "now", False):
+            return
+        self._sending.now = True
         try:
             params = types.LogMessageParams(
                 type=_message_type(record.levelno), message=self.format(record)
@@ -58,6 +66,8 @@ class EditorLogHandler(logging.Handler):
                 self.sink.window_log_message(params)
         except Exception:
             self.handleError(record)
+        finally:
+            self._sending.now = False
 
 
 def configure_logging(level: str = "info", file: str | None = None) -> None:
